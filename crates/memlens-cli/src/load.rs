@@ -1,0 +1,31 @@
+//! Reading snapshot files at the edge: the file path is appended last to every error.
+
+use memlens_core::Snapshot;
+use std::fmt;
+use std::io::Read;
+
+/// A one-line error for the user.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Reads a file (`-` for stdin) fully.
+pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
+    if path == "-" {
+        let mut v = Vec::new();
+        std::io::stdin().read_to_end(&mut v).map_err(|e| CliError(format!("cannot read stdin: {e}")))?;
+        return Ok(v);
+    }
+    std::fs::read(path).map_err(|e| CliError(format!("cannot read file: {e}: {path}")))
+}
+
+/// Loads a snapshot, naming the file last on failure.
+pub fn load(path: &str) -> Result<Snapshot, CliError> {
+    let bytes = read_bytes(path)?;
+    memlens_core::load(&bytes).map_err(|e| CliError(format!("{e}: {path}")))
+}

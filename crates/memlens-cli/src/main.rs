@@ -1,0 +1,42 @@
+//! `memlens`: the same answers as the viewer, in a terminal and in CI. Exit status 0 on success,
+//! 2 on bad input (one line naming what is wrong, the file last).
+
+mod load;
+mod stats;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "memlens", version, about = "Inspect PyTorch CUDA memory snapshots (offline replacement for torch.cuda._memory_viz)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Per-device summary: reserved, allocated, active, fragmentation, timeline peaks.
+    Stats(stats::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Stats(a) => stats::run(a),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memlens: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

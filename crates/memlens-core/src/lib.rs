@@ -1,0 +1,18 @@
+//! memlens-core: PyTorch CUDA memory snapshots, decoded and modelled, with no web dependencies.
+//!
+//! bytes → [`raw`] (streaming pickle machine, JSON, `_memory_viz` HTML) → [`model`] (interned,
+//! columnar, immutable) → stats, layouts and diagnosis. Builds natively and for wasm32.
+
+pub mod error;
+pub mod model;
+pub mod raw;
+
+pub use error::DecodeError;
+pub use model::stats::{device_stats, snapshot_stats, DeviceStats, SnapshotStats};
+pub use model::Snapshot;
+
+/// Decodes and normalises a whole snapshot held in memory.
+pub fn load(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
+    let (arena, top, enc) = raw::decode(bytes)?;
+    model::normalize(arena, top, enc)
+}

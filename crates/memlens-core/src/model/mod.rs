@@ -1,0 +1,283 @@
+//! Stage 2, model: one immutable, columnar, interned view of a snapshot. [`normalize`] is the
+//! only code that knows legacy layouts; nothing after it checks torch versions.
+
+pub mod normalize;
+pub mod stats;
+
+use crate::raw::{Encoding, StrId, StringTable, Val};
+use std::ops::Range;
+
+pub use normalize::normalize;
+
+/// Index into [`Snapshot::frames`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub u32);
+
+/// Index into [`Snapshot::stacks`]. `StackId::EMPTY` is the empty stack (no frames recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct StackId(pub u32);
+
+impl StackId {
+    pub const EMPTY: StackId = StackId(0);
+}
+
+/// One stack frame, as torch writes it (`{filename, line, name}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub filename: StrId,
+    pub line: i64,
+    pub name: StrId,
+}
+
+/// Interned stacks, innermost frame first (torch's order).
+#[derive(Debug, Clone)]
+pub struct StackTable {
+    offsets: Vec<u32>,
+    frames: Vec<FrameId>,
+}
+
+impl Default for StackTable {
+    fn default() -> Self {
+        StackTable { offsets: vec![0, 0], frames: Vec::new() }
+    }
+}
+
+impl StackTable {
+    pub fn get(&self, id: StackId) -> &[FrameId] {
+        let i = id.0 as usize;
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.frames.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() <= 1
+    }
+    pub(crate) fn push(&mut self, frames: &[FrameId]) -> StackId {
+        let id = StackId((self.offsets.len() - 1) as u32);
+        self.frames.extend_from_slice(frames);
+        self.offsets.push(self.frames.len() as u32);
+        id
+    }
+}
+
+/// Trace entry action. Unknown names are kept (see [`TraceColumns::action_name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Action {
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    Snapshot,
+    Oom,
+    Annotate,
+    Unknown,
+}
+
+impl Action {
+    pub fn from_name(s: &str) -> Action {
+        match s {
+            "alloc" => Action::Alloc,
+            "free_requested" => Action::FreeRequested,
+            "free_completed" => Action::FreeCompleted,
+            "segment_alloc" => Action::SegmentAlloc,
+            "segment_free" => Action::SegmentFree,
+            "segment_map" => Action::SegmentMap,
+            "segment_unmap" => Action::SegmentUnmap,
+            "snapshot" => Action::Snapshot,
+            "oom" => Action::Oom,
+            "annotate" => Action::Annotate,
+            _ => Action::Unknown,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Alloc => "alloc",
+            Action::FreeRequested => "free_requested",
+            Action::FreeCompleted => "free_completed",
+            Action::SegmentAlloc => "segment_alloc",
+            Action::SegmentFree => "segment_free",
+            Action::SegmentMap => "segment_map",
+            Action::SegmentUnmap => "segment_unmap",
+            Action::Snapshot => "snapshot",
+            Action::Oom => "oom",
+            Action::Annotate => "annotate",
+            Action::Unknown => "unknown",
+        }
+    }
+}
+
+/// Rare per-entry fields, sorted by row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryExtra {
+    /// `oom`: bytes free on the device.
+    DeviceFree(u64),
+    InternalMetadata(StrId),
+    PoolId(i64, i64),
+    ForwardFrames(Vec<StrId>),
+    Category(StrId),
+}
+
+/// Trace entries of all devices as parallel columns, grouped by device (see [`DeviceTrace`]).
+#[derive(Debug, Clone, Default)]
+pub struct TraceColumns {
+    pub action: Vec<Action>,
+    /// The action as written in the file (differs from `action.name()` only for `Unknown`).
+    pub action_str: Vec<StrId>,
+    pub addr: Vec<u64>,
+    pub size_bytes: Vec<u64>,
+    pub stream: Vec<u64>,
+    /// µs since the epoch; [`TIME_NONE`] where the entry has no `time_us` (torch ≤ 2.0).
+    pub time_us: Vec<i64>,
+    pub stack: Vec<StackId>,
+    pub compile_context: Vec<StrId>,
+    pub user_metadata: Vec<StrId>,
+    pub extras: Vec<(u32, EntryExtra)>,
+}
+
+pub use crate::raw::value::TIME_NONE;
+
+impl TraceColumns {
+    pub fn len(&self) -> usize {
+        self.action.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+    /// Extras of one entry.
+    pub fn extras_of(&self, row: u32) -> impl Iterator<Item = &EntryExtra> {
+        let start = self.extras.partition_point(|(r, _)| *r < row);
+        self.extras[start..].iter().take_while(move |(r, _)| *r == row).map(|(_, e)| e)
+    }
+    pub fn device_free(&self, row: u32) -> Option<u64> {
+        self.extras_of(row).find_map(|e| match e {
+            EntryExtra::DeviceFree(f) => Some(*f),
+            _ => None,
+        })
+    }
+}
+
+/// One device's slice of [`TraceColumns`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceTrace {
+    pub device: u32,
+    pub rows: Range<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockState {
+    ActiveAllocated,
+    ActivePendingFree,
+    Inactive,
+    Unknown,
+}
+
+impl BlockState {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockState::ActiveAllocated => "active_allocated",
+            BlockState::ActivePendingFree => "active_pending_free",
+            BlockState::Inactive => "inactive",
+            BlockState::Unknown => "unknown",
+        }
+    }
+    pub fn is_active(self) -> bool {
+        matches!(self, BlockState::ActiveAllocated | BlockState::ActivePendingFree)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub address: u64,
+    pub size_bytes: u64,
+    /// Unrounded request (torch ≤ 2.0: `history[0].real_size`, else `size`).
+    pub requested_size_bytes: u64,
+    pub state: BlockState,
+    pub stack: StackId,
+    /// torch ≤ 2.0 block whose frames came from `history`, or which had no `address`.
+    pub legacy: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub device: u32,
+    pub address: u64,
+    pub total_size_bytes: u64,
+    pub allocated_size_bytes: u64,
+    pub active_size_bytes: u64,
+    pub requested_size_bytes: u64,
+    pub stream: u64,
+    pub segment_type: StrId,
+    pub pool_id: (i64, i64),
+    pub is_expandable: bool,
+    pub stack: StackId,
+    pub blocks: Range<u32>,
+}
+
+/// `external_annotations` entry (torch ≥ 2.4): a `record_function` region start or end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalAnnotation {
+    pub device: u32,
+    pub time_us: i64,
+    pub name: StrId,
+    pub stage: StrId,
+}
+
+/// A decoded, normalised snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub strings: StringTable,
+    pub frames: Vec<Frame>,
+    pub stacks: StackTable,
+    pub segments: Vec<Segment>,
+    pub blocks: Vec<Block>,
+    pub trace: TraceColumns,
+    /// Indexed by device ordinal (the position in `device_traces`).
+    pub device_traces: Vec<DeviceTrace>,
+    /// `allocator_settings` as JSON (display only).
+    pub allocator_settings: Option<serde_json::Value>,
+    pub external_annotations: Vec<ExternalAnnotation>,
+    /// Pinned host allocator data (torch ≥ 2.11, `record_pinned_host_memory=True`), as JSON.
+    pub host_segments: Option<serde_json::Value>,
+    pub host_trace: TraceColumns,
+    pub encoding: Option<Encoding>,
+    /// True when the file was a bare list of segments (`torch.cuda.memory_snapshot()`).
+    pub segments_only: bool,
+    pub warnings: Vec<String>,
+}
+
+impl Snapshot {
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    pub fn frame(&self, id: FrameId) -> Option<&Frame> {
+        self.frames.get(id.0 as usize)
+    }
+
+    pub fn segment_blocks(&self, seg: &Segment) -> &[Block] {
+        self.blocks.get(seg.blocks.start as usize..seg.blocks.end as usize).unwrap_or(&[])
+    }
+
+    /// Sorted device ordinals: union of segment devices and `device_traces` indices.
+    pub fn devices(&self) -> Vec<u32> {
+        let mut d: Vec<u32> = self.segments.iter().map(|s| s.device).collect();
+        d.extend(self.device_traces.iter().map(|t| t.device));
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+
+    /// Trace rows of a device (empty if it has none).
+    pub fn device_rows(&self, device: u32) -> Range<u32> {
+        self.device_traces.iter().find(|t| t.device == device).map(|t| t.rows.clone()).unwrap_or(0..0)
+    }
+}
+

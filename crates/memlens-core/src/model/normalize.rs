@@ -1,0 +1,567 @@
+//! raw → model: the one place that knows every snapshot layout torch has written.
+//!
+//! - a dict with `segments`/`device_traces` (torch ≥ 2.0), or a bare list of segments
+//!   (`torch.cuda.memory_snapshot()`, `MemPool.snapshot()`);
+//! - torch ≤ 2.0 blocks without `address`/`frames`, with `history: [{addr, real_size, frames}]`;
+//! - trace entries without `time_us` (torch ≤ 2.0) or `frames`;
+//! - `oom` entries carrying `device_free` instead of `addr`;
+//! - JSON input, where tuples such as `segment_pool_id` are arrays.
+
+use super::*;
+use crate::error::DecodeError;
+use crate::raw::value::{Arena, Node, NodeId, RowExtra, TraceRows, NO_NODE};
+use rustc_hash::FxHashMap;
+
+/// Frame and stack interning with caches keyed by raw node, so memo-shared lists cost one lookup.
+struct Interner {
+    frames: Vec<Frame>,
+    frame_index: FxHashMap<Frame, FrameId>,
+    frame_by_node: FxHashMap<u32, FrameId>,
+    stacks: StackTable,
+    stack_index: FxHashMap<Box<[FrameId]>, StackId>,
+    stack_by_node: FxHashMap<u32, StackId>,
+    scratch: Vec<FrameId>,
+}
+
+impl Interner {
+    fn new() -> Self {
+        let mut stack_index = FxHashMap::default();
+        stack_index.insert(Box::<[FrameId]>::from([]), StackId::EMPTY);
+        Interner {
+            frames: Vec::new(),
+            frame_index: FxHashMap::default(),
+            frame_by_node: FxHashMap::default(),
+            stacks: StackTable::default(),
+            stack_index,
+            stack_by_node: FxHashMap::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn frame(&mut self, a: &Arena, v: Val) -> Option<FrameId> {
+        let Val::Node(NodeId(n)) = v else { return None };
+        if let Some(&f) = self.frame_by_node.get(&n) {
+            return Some(f);
+        }
+        let items = a.dict_items(v)?;
+        let mut fr = Frame { filename: StrId::EMPTY, line: 0, name: StrId::EMPTY };
+        let k_filename = a.strings.lookup("filename");
+        let k_line = a.strings.lookup("line");
+        let k_name = a.strings.lookup("name");
+        for &(k, x) in items {
+            let Val::Str(k) = k else { continue };
+            if Some(k) == k_filename {
+                if let Val::Str(s) = x {
+                    fr.filename = s;
+                }
+            } else if Some(k) == k_line {
+                fr.line = a.as_i64(x).unwrap_or(0);
+            } else if Some(k) == k_name {
+                if let Val::Str(s) = x {
+                    fr.name = s;
+                }
+            }
+        }
+        let id = match self.frame_index.get(&fr) {
+            Some(&id) => id,
+            None => {
+                let id = FrameId(self.frames.len() as u32);
+                self.frames.push(fr);
+                self.frame_index.insert(fr, id);
+                id
+            }
+        };
+        self.frame_by_node.insert(n, id);
+        Some(id)
+    }
+
+    /// Stack of a `frames` list node (`NO_NODE` or a non-list: the empty stack).
+    fn stack(&mut self, a: &Arena, node: u32) -> StackId {
+        if node == NO_NODE {
+            return StackId::EMPTY;
+        }
+        if let Some(&s) = self.stack_by_node.get(&node) {
+            return s;
+        }
+        let v = Val::Node(NodeId(node));
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        if let Some(items) = a.seq(v) {
+            for item in items {
+                if let Some(f) = self.frame(a, item) {
+                    scratch.push(f);
+                }
+            }
+        }
+        let id = match self.stack_index.get(scratch.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = self.stacks.push(&scratch);
+                self.stack_index.insert(scratch.clone().into_boxed_slice(), id);
+                id
+            }
+        };
+        self.scratch = scratch;
+        self.stack_by_node.insert(node, id);
+        id
+    }
+
+    fn stack_of_val(&mut self, a: &Arena, v: Option<Val>) -> StackId {
+        match v {
+            Some(Val::Node(NodeId(n))) => self.stack(a, n),
+            _ => StackId::EMPTY,
+        }
+    }
+}
+
+fn pair(a: &Arena, v: Option<Val>) -> (i64, i64) {
+    let Some(v) = v else { return (0, 0) };
+    let mut it = match a.seq(v) {
+        Some(it) => it,
+        None => return (0, 0),
+    };
+    let x = it.next().and_then(|x| a.as_i64(x)).unwrap_or(0);
+    let y = it.next().and_then(|y| a.as_i64(y)).unwrap_or(0);
+    (x, y)
+}
+
+fn get_u64(a: &Arena, d: Val, k: &str) -> Option<u64> {
+    a.get(d, k).and_then(|v| a.as_u64(v))
+}
+
+/// Bounded conversion of a raw value to JSON for display (memo fan-out cannot blow it up).
+pub fn to_json(a: &Arena, v: Val) -> serde_json::Value {
+    let mut budget = 100_000usize;
+    to_json_inner(a, v, 0, &mut budget)
+}
+
+fn to_json_inner(a: &Arena, v: Val, depth: usize, budget: &mut usize) -> serde_json::Value {
+    use serde_json::Value as J;
+    if *budget == 0 || depth > 32 {
+        return J::String("…".into());
+    }
+    *budget -= 1;
+    match v {
+        Val::None => J::Null,
+        Val::Bool(b) => J::Bool(b),
+        Val::Int(i) => J::from(i),
+        Val::Float(f) => serde_json::Number::from_f64(f).map(J::Number).unwrap_or(J::Null),
+        Val::Str(s) => J::String(a.strings.get(s).to_string()),
+        Val::Row(_) => J::String("<trace entry>".into()),
+        Val::Node(_) => match a.node(v) {
+            Some(Node::Dict(items)) => {
+                let mut m = serde_json::Map::new();
+                for &(k, x) in items {
+                    let key = match k {
+                        Val::Str(s) => a.strings.get(s).to_string(),
+                        other => to_json_inner(a, other, depth + 1, budget).to_string(),
+                    };
+                    m.insert(key, to_json_inner(a, x, depth + 1, budget));
+                }
+                J::Object(m)
+            }
+            Some(Node::List(_)) | Some(Node::Tuple(_)) | Some(Node::RowRange { .. }) => {
+                let items: Vec<Val> = a.seq(v).map(|it| it.collect()).unwrap_or_default();
+                J::Array(items.into_iter().map(|x| to_json_inner(a, x, depth + 1, budget)).collect())
+            }
+            Some(Node::BigInt(b)) => match crate::raw::value::bigint_to_u64(b) {
+                Some(u) => J::from(u),
+                None => J::String("<big integer>".into()),
+            },
+            Some(Node::Bytes(b)) => J::String(format!("<{} bytes>", b.len())),
+            Some(Node::Row(_)) => J::String("<trace entry>".into()),
+            None => J::Null,
+        },
+    }
+}
+
+/// One device's list of trace rows.
+enum RowList {
+    Range(u32, u32),
+    Rows(Vec<u32>),
+}
+
+impl RowList {
+    fn len(&self) -> usize {
+        match self {
+            RowList::Range(s, e) => (e - s) as usize,
+            RowList::Rows(v) => v.len(),
+        }
+    }
+}
+
+fn row_list(a: &Arena, v: Val, what: &str, warnings: &mut Vec<String>) -> RowList {
+    match a.node(v) {
+        Some(Node::RowRange { start, end }) => RowList::Range(*start, *end),
+        Some(Node::List(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            let mut skipped = 0usize;
+            for &it in items {
+                match a.row_of(it) {
+                    Some(r) => out.push(r.0),
+                    None => skipped += 1,
+                }
+            }
+            if skipped > 0 {
+                warnings.push(format!("{what}: {skipped} entries are not trace entries (no `action`) and were skipped"));
+            }
+            RowList::Rows(out)
+        }
+        _ => {
+            if v != Val::None {
+                warnings.push(format!("{what} is not a list; ignored"));
+            }
+            RowList::Rows(Vec::new())
+        }
+    }
+}
+
+/// Turns decoded values into a [`Snapshot`].
+pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot, DecodeError> {
+    let mut warnings = Vec::new();
+    let mut it = Interner::new();
+
+    let (segments_val, traces_val, segments_only) = if a.is_dict(top) {
+        let s = a.get(top, "segments");
+        let t = a.get(top, "device_traces");
+        if s.is_none() && t.is_none() {
+            let keys: Vec<String> = a
+                .dict_items(top)
+                .map(|items| items.iter().take(6).filter_map(|(k, _)| a.as_str(*k).map(|s| format!("'{s}'"))).collect())
+                .unwrap_or_default();
+            return Err(DecodeError::NotASnapshot(if a.row_of(top).is_some() {
+                "top-level value is a single trace entry".into()
+            } else {
+                format!("top-level dict has neither 'segments' nor 'device_traces' (keys: {})", keys.join(", "))
+            }));
+        }
+        (s, t, false)
+    } else if let Some(n) = a.seq_len(top) {
+        // A bare list is `memory_snapshot()` output: it must hold segment dicts (or be empty).
+        let ok = n == 0 || a.seq(top).map(|mut i| i.all(|x| a.is_dict(x) && a.get(x, "total_size").is_some())).unwrap_or(false);
+        if !ok {
+            return Err(DecodeError::NotASnapshot("top-level list does not hold segment dicts".into()));
+        }
+        (Some(top), None, true)
+    } else {
+        let what = match top {
+            Val::None => "None",
+            Val::Bool(_) => "a bool",
+            Val::Int(_) => "an int",
+            Val::Float(_) => "a float",
+            Val::Str(_) => "a string",
+            _ => "not a dict or list",
+        };
+        return Err(DecodeError::NotASnapshot(format!("top-level value is {what}")));
+    };
+
+    // ---- segments and blocks
+    let mut segments = Vec::new();
+    let mut blocks = Vec::new();
+    if let Some(sv) = segments_val {
+        let segs: Vec<Val> = match a.seq(sv) {
+            Some(i) => i.collect(),
+            None => {
+                warnings.push("'segments' is not a list; ignored".into());
+                Vec::new()
+            }
+        };
+        let segment_type_key = a.strings.intern("segment_type");
+        let _ = segment_type_key;
+        for (si, s) in segs.into_iter().enumerate() {
+            if !a.is_dict(s) {
+                warnings.push(format!("segment {si} is not a dict; skipped"));
+                continue;
+            }
+            let address = get_u64(&a, s, "address").unwrap_or(0);
+            let total = get_u64(&a, s, "total_size").unwrap_or(0);
+            let device_raw = a.get(s, "device").and_then(|v| a.as_i64(v)).unwrap_or(0);
+            let device = u32::try_from(device_raw).unwrap_or_else(|_| {
+                warnings.push(format!("segment {si} has device {device_raw}; counted as device 0"));
+                0
+            });
+            let stream = a.get(s, "stream").and_then(|v| a.as_i64(v).map(|i| i as u64).or_else(|| a.as_u64(v))).unwrap_or(0);
+            let segment_type = a.get(s, "segment_type").and_then(|v| if let Val::Str(x) = v { Some(x) } else { None }).unwrap_or(StrId::EMPTY);
+            let pool_id = pair(&a, a.get(s, "segment_pool_id"));
+            let is_expandable = matches!(a.get(s, "is_expandable"), Some(Val::Bool(true)) | Some(Val::Int(1)));
+            let stack = it.stack_of_val(&a, a.get(s, "frames"));
+            let b0 = blocks.len() as u32;
+            let mut cursor = address;
+            let mut sum = 0u64;
+            if let Some(bl) = a.get(s, "blocks") {
+                let items: Vec<Val> = a.seq(bl).map(|i| i.collect()).unwrap_or_default();
+                for b in items {
+                    if !a.is_dict(b) {
+                        continue;
+                    }
+                    let size = get_u64(&a, b, "size").unwrap_or(0);
+                    let history_first = a.get(b, "history").and_then(|h| a.seq(h)).and_then(|mut i| i.next());
+                    let addr_opt = get_u64(&a, b, "address");
+                    let legacy = addr_opt.is_none() || history_first.is_some();
+                    let baddr = addr_opt.unwrap_or(cursor);
+                    let requested = match get_u64(&a, b, "requested_size") {
+                        Some(r) => r,
+                        None => history_first.and_then(|h| get_u64(&a, h, "real_size")).unwrap_or(size),
+                    };
+                    let state = match a.get(b, "state").and_then(|v| a.as_str(v)) {
+                        Some("active_allocated") => BlockState::ActiveAllocated,
+                        Some("active_pending_free") | Some("active_awaiting_free") => BlockState::ActivePendingFree,
+                        Some("inactive") => BlockState::Inactive,
+                        _ => BlockState::Unknown,
+                    };
+                    let frames = a.get(b, "frames").or_else(|| history_first.and_then(|h| a.get(h, "frames")));
+                    let stack = it.stack_of_val(&a, frames);
+                    blocks.push(Block { address: baddr, size_bytes: size, requested_size_bytes: requested, state, stack, legacy });
+                    cursor = baddr.wrapping_add(size);
+                    sum = sum.wrapping_add(size);
+                }
+            }
+            if sum != total {
+                warnings.push(format!(
+                    "segment {si} at 0x{address:x}: blocks add up to {sum} bytes, not its total_size {total}"
+                ));
+            }
+            segments.push(Segment {
+                device,
+                address,
+                total_size_bytes: total,
+                allocated_size_bytes: get_u64(&a, s, "allocated_size").unwrap_or(0),
+                active_size_bytes: get_u64(&a, s, "active_size").unwrap_or(0),
+                requested_size_bytes: get_u64(&a, s, "requested_size").unwrap_or(0),
+                stream,
+                segment_type,
+                pool_id,
+                is_expandable,
+                stack,
+                blocks: b0..blocks.len() as u32,
+            });
+        }
+    }
+
+    // ---- traces: which rows belong to which device, then columns in device order
+    let mut lists: Vec<(u32, RowList)> = Vec::new();
+    if let Some(tv) = traces_val {
+        match a.seq(tv) {
+            Some(items) => {
+                let items: Vec<Val> = items.collect();
+                for (d, l) in items.into_iter().enumerate() {
+                    let rl = row_list(&a, l, &format!("device_traces[{d}]"), &mut warnings);
+                    lists.push((d as u32, rl));
+                }
+            }
+            None => warnings.push("'device_traces' is not a list; ignored".into()),
+        }
+    }
+    let host_list = if segments_only {
+        None
+    } else {
+        a.get(top, "host_traces").map(|v| row_list(&a, v, "host_traces", &mut warnings))
+    };
+
+    let rows = std::mem::take(&mut a.rows);
+    if rows.odd_values > 0 {
+        warnings.push(format!("{} trace entry fields had values of the wrong type or sign (read as 0)", rows.odd_values));
+    }
+    let total_rows = rows.len();
+    // Row ids in output order; identity (the common case) lets the columns move without a copy.
+    let mut identity = true;
+    let mut next = 0u32;
+    let mut device_traces = Vec::new();
+    for (d, l) in &lists {
+        let start = next;
+        match l {
+            RowList::Range(s, e) => {
+                if *s != next {
+                    identity = false;
+                }
+                next += e - s;
+            }
+            RowList::Rows(v) => {
+                for &r in v {
+                    if r != next {
+                        identity = false;
+                    }
+                    next += 1;
+                }
+            }
+        }
+        device_traces.push(DeviceTrace { device: *d, rows: start..next });
+    }
+    let used: usize = lists.iter().map(|(_, l)| l.len()).sum();
+    let host_len = host_list.as_ref().map(|l| l.len()).unwrap_or(0);
+    let trace;
+    let mut host_trace = TraceColumns::default();
+    if identity && used == total_rows && host_len == 0 {
+        trace = columns_from_rows(&a, rows, &mut it, &mut warnings);
+    } else {
+        let order: Vec<u32> = lists.iter().flat_map(|(_, l)| list_iter(l)).collect();
+        trace = gather(&a, &rows, &order, &mut it);
+        if let Some(h) = &host_list {
+            let order: Vec<u32> = list_iter(h).collect();
+            host_trace = gather(&a, &rows, &order, &mut it);
+        }
+    }
+
+    // ---- the rest of the top-level dict
+    let (allocator_settings, host_segments, external_annotations) = if segments_only {
+        (None, None, Vec::new())
+    } else {
+        let settings = a.get(top, "allocator_settings").map(|v| to_json(&a, v));
+        let host = a.get(top, "host_segments").map(|v| to_json(&a, v));
+        let mut ann = Vec::new();
+        if let Some(v) = a.get(top, "external_annotations") {
+            let items: Vec<Val> = a.seq(v).map(|i| i.collect()).unwrap_or_default();
+            for x in items {
+                if !a.is_dict(x) {
+                    continue;
+                }
+                let name = a.get(x, "name").and_then(|v| if let Val::Str(s) = v { Some(s) } else { None }).unwrap_or(StrId::EMPTY);
+                let stage = a.get(x, "stage").and_then(|v| if let Val::Str(s) = v { Some(s) } else { None }).unwrap_or(StrId::EMPTY);
+                let device = a.get(x, "device").and_then(|v| a.as_i64(v)).and_then(|d| u32::try_from(d).ok()).unwrap_or(0);
+                let time_us = a.get(x, "time_us").and_then(|v| a.as_i64(v)).unwrap_or(TIME_NONE);
+                ann.push(ExternalAnnotation { device, time_us, name, stage });
+            }
+        }
+        (settings, host, ann)
+    };
+
+    let Interner { frames, stacks, .. } = it;
+    let mut snap = Snapshot {
+        strings: std::mem::take(&mut a.strings),
+        frames,
+        stacks,
+        segments,
+        blocks,
+        trace,
+        device_traces,
+        allocator_settings,
+        external_annotations,
+        host_segments,
+        host_trace,
+        encoding: Some(encoding),
+        segments_only,
+        warnings,
+    };
+    drop(a);
+    trace_warnings(&mut snap);
+    Ok(snap)
+}
+
+fn list_iter(l: &RowList) -> Box<dyn Iterator<Item = u32> + '_> {
+    match l {
+        RowList::Range(s, e) => Box::new(*s..*e),
+        RowList::Rows(v) => Box::new(v.iter().copied()),
+    }
+}
+
+fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
+    Some(match e {
+        RowExtra::DeviceFree(f) => EntryExtra::DeviceFree(*f),
+        RowExtra::InternalMetadata(s) => EntryExtra::InternalMetadata(*s),
+        RowExtra::Category(s) => EntryExtra::Category(*s),
+        RowExtra::PoolId(v) => {
+            let (x, y) = pair(a, Some(*v));
+            EntryExtra::PoolId(x, y)
+        }
+        RowExtra::ForwardFrames(v) => {
+            let items: Vec<StrId> = a.seq(*v)?.filter_map(|x| if let Val::Str(s) = x { Some(s) } else { None }).collect();
+            EntryExtra::ForwardFrames(items)
+        }
+    })
+}
+
+/// Adopts the decoder's columns as they are (rows already in device order).
+fn columns_from_rows(a: &Arena, rows: TraceRows, it: &mut Interner, _w: &mut Vec<String>) -> TraceColumns {
+    let action: Vec<Action> = {
+        let mut cache: FxHashMap<StrId, Action> = FxHashMap::default();
+        rows.action
+            .iter()
+            .map(|s| *cache.entry(*s).or_insert_with(|| Action::from_name(a.strings.get(*s))))
+            .collect()
+    };
+    let stack: Vec<StackId> = rows.frames.iter().map(|&n| it.stack(a, n)).collect();
+    let mut extras: Vec<(u32, EntryExtra)> = rows.extras.iter().filter_map(|(r, e)| convert_extra(a, e).map(|x| (*r, x))).collect();
+    extras.sort_by_key(|(r, _)| *r);
+    TraceColumns {
+        action,
+        action_str: rows.action,
+        addr: rows.addr,
+        size_bytes: rows.size_bytes,
+        stream: rows.stream,
+        time_us: rows.time_us,
+        stack,
+        compile_context: rows.compile_context,
+        user_metadata: rows.user_metadata,
+        extras,
+    }
+}
+
+/// Copies the rows in `order` into new columns.
+fn gather(a: &Arena, rows: &TraceRows, order: &[u32], it: &mut Interner) -> TraceColumns {
+    let mut c = TraceColumns::default();
+    let mut pos_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    for (i, &r) in order.iter().enumerate() {
+        let r = r as usize;
+        if r >= rows.len() {
+            continue;
+        }
+        let s = rows.action[r];
+        c.action.push(Action::from_name(a.strings.get(s)));
+        c.action_str.push(s);
+        c.addr.push(rows.addr[r]);
+        c.size_bytes.push(rows.size_bytes[r]);
+        c.stream.push(rows.stream[r]);
+        c.time_us.push(rows.time_us[r]);
+        c.stack.push(it.stack(a, rows.frames[r]));
+        c.compile_context.push(rows.compile_context[r]);
+        c.user_metadata.push(rows.user_metadata[r]);
+        pos_of.entry(r as u32).or_default().push(i as u32);
+    }
+    for (r, e) in &rows.extras {
+        if let (Some(ps), Some(x)) = (pos_of.get(r), convert_extra(a, e)) {
+            for &p in ps {
+                c.extras.push((p, x.clone()));
+            }
+        }
+    }
+    c.extras.sort_by_key(|(r, _)| *r);
+    c
+}
+
+/// Warnings about the trace: frees of allocations the trace never saw (history enabled late,
+/// or the ring buffer overflowed and dropped the oldest entries).
+fn trace_warnings(s: &mut Snapshot) {
+    let mut new = Vec::new();
+    for dt in &s.device_traces {
+        let mut live: rustc_hash::FxHashSet<u64> = Default::default();
+        let mut unmatched = 0u64;
+        for r in dt.rows.clone() {
+            let r = r as usize;
+            let addr = s.trace.addr[r];
+            match s.trace.action[r] {
+                Action::Alloc => {
+                    live.insert(addr);
+                }
+                Action::FreeRequested => {
+                    if !live.contains(&addr) {
+                        unmatched += 1;
+                        live.insert(addr);
+                    }
+                }
+                Action::FreeCompleted => {
+                    if !live.remove(&addr) {
+                        unmatched += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if unmatched > 0 {
+            new.push(format!(
+                "device {}: {unmatched} frees of allocations made before the trace starts (history enabled late, or the ring buffer overflowed and dropped the oldest entries)",
+                dt.device
+            ));
+        }
+    }
+    s.warnings.extend(new);
+}

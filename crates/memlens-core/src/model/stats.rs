@@ -1,0 +1,155 @@
+//! Per-device numbers that `memlens stats`, the viewer's summary strip and the conformance tests
+//! share. Each is defined exactly (see the field docs) so an independent reading can check it.
+
+use super::{Action, BlockState, Snapshot};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DeviceStats {
+    pub device: u32,
+    /// Segments whose `device` is this one.
+    pub segments: u64,
+    pub blocks: u64,
+    pub trace_entries: u64,
+    /// Count per action name, as written in the file.
+    pub actions: BTreeMap<String, u64>,
+    /// Σ segment `total_size`.
+    pub reserved_bytes: u64,
+    /// Σ `size` of `active_allocated` blocks.
+    pub allocated_bytes: u64,
+    /// Σ `size` of `active_allocated` + `active_pending_free` blocks.
+    pub active_bytes: u64,
+    /// Σ requested size of the active blocks.
+    pub requested_bytes: u64,
+    /// Σ `size` of `inactive` blocks in segments holding more than one block.
+    pub inactive_split_bytes: u64,
+    /// Largest `inactive` block (0 if none).
+    pub largest_free_block_bytes: u64,
+    /// `requested_bytes` − Σ alloc + Σ free_completed: live bytes before the first event.
+    pub timeline_baseline_bytes: i64,
+    /// Max of the baseline and baseline + running Σ(alloc − free_completed).
+    pub timeline_peak_bytes: i64,
+    /// Trace index (0-based, within the device) where the timeline peak is first reached; -1 = before the first event.
+    pub timeline_peak_event: i64,
+    /// `reserved_bytes` − Σ(segment_alloc + segment_map) + Σ(segment_free + segment_unmap).
+    pub reserved_baseline_bytes: i64,
+    /// Max of the reserved baseline and its running sums.
+    pub peak_reserved_bytes: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SnapshotStats {
+    pub devices: Vec<DeviceStats>,
+    pub warnings: Vec<String>,
+}
+
+/// Stats of every device (see [`Snapshot::devices`]), plus the snapshot's warnings.
+pub fn snapshot_stats(s: &Snapshot) -> SnapshotStats {
+    let mut warnings = s.warnings.clone();
+    let devices: Vec<DeviceStats> = s.devices().into_iter().map(|d| device_stats(s, d)).collect();
+    for d in &devices {
+        if d.timeline_baseline_bytes < 0 {
+            warnings.push(format!(
+                "device {}: the trace frees {} bytes more than it allocates beyond what is still active (negative baseline)",
+                d.device, -d.timeline_baseline_bytes
+            ));
+        }
+    }
+    SnapshotStats { devices, warnings }
+}
+
+pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
+    let mut st = DeviceStats {
+        device,
+        segments: 0,
+        blocks: 0,
+        trace_entries: 0,
+        actions: BTreeMap::new(),
+        reserved_bytes: 0,
+        allocated_bytes: 0,
+        active_bytes: 0,
+        requested_bytes: 0,
+        inactive_split_bytes: 0,
+        largest_free_block_bytes: 0,
+        timeline_baseline_bytes: 0,
+        timeline_peak_bytes: 0,
+        timeline_peak_event: -1,
+        reserved_baseline_bytes: 0,
+        peak_reserved_bytes: 0,
+    };
+    for seg in s.segments.iter().filter(|g| g.device == device) {
+        st.segments += 1;
+        st.reserved_bytes += seg.total_size_bytes;
+        let blocks = s.segment_blocks(seg);
+        st.blocks += blocks.len() as u64;
+        for b in blocks {
+            match b.state {
+                BlockState::ActiveAllocated => {
+                    st.allocated_bytes += b.size_bytes;
+                    st.active_bytes += b.size_bytes;
+                    st.requested_bytes += b.requested_size_bytes;
+                }
+                BlockState::ActivePendingFree => {
+                    st.active_bytes += b.size_bytes;
+                    st.requested_bytes += b.requested_size_bytes;
+                }
+                BlockState::Inactive => {
+                    if blocks.len() > 1 {
+                        st.inactive_split_bytes += b.size_bytes;
+                    }
+                    st.largest_free_block_bytes = st.largest_free_block_bytes.max(b.size_bytes);
+                }
+                BlockState::Unknown => {}
+            }
+        }
+    }
+    let rows = s.device_rows(device);
+    st.trace_entries = rows.len() as u64;
+    let t = &s.trace;
+    let mut net: i128 = 0;
+    let mut net_seg: i128 = 0;
+    let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+    for r in rows.clone() {
+        let r = r as usize;
+        *counts.entry(t.action_str[r].0).or_default() += 1;
+        let size = t.size_bytes[r] as i128;
+        match t.action[r] {
+            Action::Alloc => net += size,
+            Action::FreeCompleted => net -= size,
+            Action::SegmentAlloc | Action::SegmentMap => net_seg += size,
+            Action::SegmentFree | Action::SegmentUnmap => net_seg -= size,
+            _ => {}
+        }
+    }
+    for (k, v) in counts {
+        st.actions.insert(s.strings.get(crate::raw::StrId(k)).to_string(), v);
+    }
+    let base = st.requested_bytes as i128 - net;
+    let seg_base = st.reserved_bytes as i128 - net_seg;
+    let (mut cur, mut peak, mut peak_at) = (base, base, -1i64);
+    let (mut cur_s, mut peak_s) = (seg_base, seg_base);
+    for (i, r) in rows.enumerate() {
+        let r = r as usize;
+        let size = t.size_bytes[r] as i128;
+        match t.action[r] {
+            Action::Alloc => cur += size,
+            Action::FreeCompleted => cur -= size,
+            Action::SegmentAlloc | Action::SegmentMap => cur_s += size,
+            Action::SegmentFree | Action::SegmentUnmap => cur_s -= size,
+            _ => continue,
+        }
+        if cur > peak {
+            peak = cur;
+            peak_at = i as i64;
+        }
+        peak_s = peak_s.max(cur_s);
+    }
+    let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+    st.timeline_baseline_bytes = clamp(base);
+    st.timeline_peak_bytes = clamp(peak);
+    st.timeline_peak_event = peak_at;
+    st.reserved_baseline_bytes = clamp(seg_base);
+    st.peak_reserved_bytes = clamp(peak_s);
+    st
+}

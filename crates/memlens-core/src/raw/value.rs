@@ -1,0 +1,421 @@
+//! Raw values of a decoded pickle (or JSON document): a flat arena of containers addressed by
+//! [`NodeId`], so a memo reference is a handle (never a deep copy), a cycle is harmless and
+//! nothing is dropped recursively.
+//!
+//! Fast path: a dict that carries an `action` string (a trace entry) is not kept as a dict but
+//! written straight into the columnar [`TraceRows`] the model adopts as-is; a list of such rows
+//! in file order is a [`Node::RowRange`] that costs nothing per entry.
+
+use super::strings::{StrId, StringTable};
+
+/// Index of a container in the [`Arena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeId(pub u32);
+
+/// Index of a trace entry in [`TraceRows`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RowId(pub u32);
+
+/// One raw value: scalars inline, containers by handle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(StrId),
+    Node(NodeId),
+    Row(RowId),
+}
+
+/// A container (or an integer too large for `i64`).
+#[derive(Debug, Clone)]
+pub enum Node {
+    List(Vec<Val>),
+    Tuple(Box<[Val]>),
+    Dict(Vec<(Val, Val)>),
+    /// Little-endian two's complement, as pickle's LONG1/LONG4 store it.
+    BigInt(Box<[u8]>),
+    Bytes(Box<[u8]>),
+    /// A list whose items are the trace rows `start..end`, in order.
+    RowRange { start: u32, end: u32 },
+    /// A dict that became trace row `RowId` (see module doc).
+    Row(RowId),
+}
+
+/// Keys the fast path recognises, interned before decoding starts.
+#[derive(Debug, Clone, Copy)]
+pub struct Keys {
+    pub action: StrId,
+    pub addr: StrId,
+    pub size: StrId,
+    pub stream: StrId,
+    pub time_us: StrId,
+    pub frames: StrId,
+    pub device_free: StrId,
+    pub compile_context: StrId,
+    pub user_metadata: StrId,
+    pub internal_metadata: StrId,
+    pub pool_id: StrId,
+    pub forward_frames: StrId,
+    pub category: StrId,
+}
+
+impl Keys {
+    fn new(s: &mut StringTable) -> Keys {
+        Keys {
+            action: s.intern("action"),
+            addr: s.intern("addr"),
+            size: s.intern("size"),
+            stream: s.intern("stream"),
+            time_us: s.intern("time_us"),
+            frames: s.intern("frames"),
+            device_free: s.intern("device_free"),
+            compile_context: s.intern("compile_context"),
+            user_metadata: s.intern("user_metadata"),
+            internal_metadata: s.intern("internal_metadata"),
+            pool_id: s.intern("pool_id"),
+            forward_frames: s.intern("forward_frames"),
+            category: s.intern("category"),
+        }
+    }
+}
+
+/// `time_us` of an entry that has none (torch ≤ 2.0).
+pub const TIME_NONE: i64 = i64::MIN;
+/// `frames` of an entry that has none.
+pub const NO_NODE: u32 = u32::MAX;
+
+/// Rarely present trace-entry fields, stored sparsely.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowExtra {
+    DeviceFree(u64),
+    InternalMetadata(StrId),
+    PoolId(Val),
+    ForwardFrames(Val),
+    Category(StrId),
+}
+
+/// Trace entries as columns, in file order. Adopted by the model without copying.
+#[derive(Debug, Clone, Default)]
+pub struct TraceRows {
+    pub action: Vec<StrId>,
+    pub addr: Vec<u64>,
+    pub size_bytes: Vec<u64>,
+    pub stream: Vec<u64>,
+    pub time_us: Vec<i64>,
+    /// Node of the `frames` list, or [`NO_NODE`].
+    pub frames: Vec<u32>,
+    pub compile_context: Vec<StrId>,
+    pub user_metadata: Vec<StrId>,
+    /// (row, field), in row order unless a row was updated after creation.
+    pub extras: Vec<(u32, RowExtra)>,
+    /// Count of fields whose value had the wrong type or sign (reported as a warning).
+    pub odd_values: u64,
+}
+
+impl TraceRows {
+    pub fn len(&self) -> usize {
+        self.action.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+    fn push_default(&mut self) -> u32 {
+        let r = self.action.len() as u32;
+        self.action.push(StrId::EMPTY);
+        self.addr.push(0);
+        self.size_bytes.push(0);
+        self.stream.push(0);
+        self.time_us.push(TIME_NONE);
+        self.frames.push(NO_NODE);
+        self.compile_context.push(StrId::EMPTY);
+        self.user_metadata.push(StrId::EMPTY);
+        r
+    }
+}
+
+/// All raw values of one document plus its string table and trace rows.
+#[derive(Debug, Clone)]
+pub struct Arena {
+    pub nodes: Vec<Node>,
+    pub strings: StringTable,
+    pub rows: TraceRows,
+    pub keys: Keys,
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        let mut strings = StringTable::default();
+        let keys = Keys::new(&mut strings);
+        Arena { nodes: Vec::new(), strings, rows: TraceRows::default(), keys }
+    }
+}
+
+impl Arena {
+    pub fn push(&mut self, n: Node) -> Val {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(n);
+        Val::Node(NodeId(id))
+    }
+
+    pub fn node(&self, v: Val) -> Option<&Node> {
+        match v {
+            Val::Node(NodeId(i)) => self.nodes.get(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Row behind a value, whether it is held as `Row` or as the node a dict became.
+    pub fn row_of(&self, v: Val) -> Option<RowId> {
+        match v {
+            Val::Row(r) => Some(r),
+            Val::Node(NodeId(i)) => match self.nodes.get(i as usize) {
+                Some(Node::Row(r)) => Some(*r),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// APPEND/APPENDS. `Err` with a description when `list` is not a list.
+    pub fn list_extend(&mut self, list: Val, items: &[Val]) -> Result<(), &'static str> {
+        let Val::Node(NodeId(li)) = list else { return Err("APPEND to a value that is not a list") };
+        let li = li as usize;
+        for &item in items {
+            let row = self.row_of(item);
+            let Some(node) = self.nodes.get_mut(li) else { return Err("APPEND to a missing list") };
+            match node {
+                Node::List(v) => {
+                    if v.is_empty() {
+                        if let Some(r) = row {
+                            *node = Node::RowRange { start: r.0, end: r.0 + 1 };
+                            continue;
+                        }
+                    }
+                    v.push(row.map(Val::Row).unwrap_or(item));
+                }
+                Node::RowRange { start, end } => {
+                    if row.map(|r| r.0) == Some(*end) {
+                        *end += 1;
+                    } else {
+                        let mut v: Vec<Val> = (*start..*end).map(|r| Val::Row(RowId(r))).collect();
+                        v.push(row.map(Val::Row).unwrap_or(item));
+                        *node = Node::List(v);
+                    }
+                }
+                _ => return Err("APPEND to a value that is not a list"),
+            }
+        }
+        Ok(())
+    }
+
+    /// SETITEM/SETITEMS with `kv` = key, value, key, value, ...
+    pub fn dict_set_items(&mut self, dict: Val, kv: &[Val]) -> Result<(), &'static str> {
+        let Val::Node(NodeId(di)) = dict else { return Err("SETITEM on a value that is not a dict") };
+        let di = di as usize;
+        let action = self.keys.action;
+        match self.nodes.get(di) {
+            Some(Node::Dict(items)) => {
+                let is_entry = items.is_empty()
+                    && kv.chunks_exact(2).any(|p| p[0] == Val::Str(action) && matches!(p[1], Val::Str(_)));
+                if is_entry {
+                    let r = self.rows.push_default();
+                    self.apply_row(r, kv);
+                    if let Some(n) = self.nodes.get_mut(di) {
+                        *n = Node::Row(RowId(r));
+                    }
+                } else if let Some(Node::Dict(items)) = self.nodes.get_mut(di) {
+                    items.extend(kv.chunks_exact(2).map(|p| (p[0], p[1])));
+                }
+                Ok(())
+            }
+            Some(Node::Row(RowId(r))) => {
+                let r = *r;
+                self.apply_row(r, kv);
+                Ok(())
+            }
+            _ => Err("SETITEM on a value that is not a dict"),
+        }
+    }
+
+    fn apply_row(&mut self, r: u32, kv: &[Val]) {
+        let k = self.keys;
+        let ri = r as usize;
+        for p in kv.chunks_exact(2) {
+            let (Val::Str(key), v) = (p[0], p[1]) else { continue };
+            if key == k.action {
+                if let Val::Str(s) = v {
+                    self.rows.action[ri] = s;
+                }
+            } else if key == k.addr {
+                self.rows.addr[ri] = self.u64_field(v);
+            } else if key == k.size {
+                self.rows.size_bytes[ri] = self.u64_field(v);
+            } else if key == k.stream {
+                self.rows.stream[ri] = self.int_bits(v);
+            } else if key == k.time_us {
+                self.rows.time_us[ri] = match v {
+                    Val::Int(t) => t,
+                    Val::Float(f) => f as i64,
+                    _ => TIME_NONE,
+                };
+            } else if key == k.frames {
+                self.rows.frames[ri] = match v {
+                    Val::Node(NodeId(n)) => n,
+                    _ => NO_NODE,
+                };
+            } else if key == k.compile_context {
+                self.rows.compile_context[ri] = self.str_field(v);
+            } else if key == k.user_metadata {
+                self.rows.user_metadata[ri] = self.str_field(v);
+            } else if key == k.device_free {
+                let f = self.u64_field(v);
+                self.rows.extras.push((r, RowExtra::DeviceFree(f)));
+            } else if key == k.internal_metadata {
+                let s = self.str_field(v);
+                self.rows.extras.push((r, RowExtra::InternalMetadata(s)));
+            } else if key == k.pool_id {
+                self.rows.extras.push((r, RowExtra::PoolId(v)));
+            } else if key == k.forward_frames {
+                self.rows.extras.push((r, RowExtra::ForwardFrames(v)));
+            } else if key == k.category {
+                let s = self.str_field(v);
+                self.rows.extras.push((r, RowExtra::Category(s)));
+            }
+        }
+    }
+
+    fn str_field(&mut self, v: Val) -> StrId {
+        match v {
+            Val::Str(s) => s,
+            Val::None => StrId::EMPTY,
+            _ => {
+                self.rows.odd_values += 1;
+                StrId::EMPTY
+            }
+        }
+    }
+
+    fn u64_field(&mut self, v: Val) -> u64 {
+        match self.as_u64(v) {
+            Some(x) => x,
+            None => {
+                if v != Val::None {
+                    self.rows.odd_values += 1;
+                }
+                0
+            }
+        }
+    }
+
+    /// An integer's bits (streams are pointers cast to int64; only identity matters).
+    fn int_bits(&mut self, v: Val) -> u64 {
+        match v {
+            Val::Int(i) => i as u64,
+            _ => self.u64_field(v),
+        }
+    }
+
+    /// Non-negative integer (incl. one stored as a big int that fits `u64`).
+    pub fn as_u64(&self, v: Val) -> Option<u64> {
+        match v {
+            Val::Int(i) if i >= 0 => Some(i as u64),
+            Val::Bool(b) => Some(b as u64),
+            Val::Float(f) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Some(f as u64),
+            Val::Node(_) => match self.node(v) {
+                Some(Node::BigInt(b)) => bigint_to_u64(b),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Signed integer (`None` when not an integer or out of range).
+    pub fn as_i64(&self, v: Val) -> Option<i64> {
+        match v {
+            Val::Int(i) => Some(i),
+            Val::Bool(b) => Some(b as i64),
+            Val::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(f as i64),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self, v: Val) -> Option<&str> {
+        match v {
+            Val::Str(s) => Some(self.strings.get(s)),
+            _ => None,
+        }
+    }
+
+    /// Value of `key` in a dict (linear: dicts in snapshots are small).
+    pub fn get(&self, dict: Val, key: &str) -> Option<Val> {
+        let id = self.strings.lookup(key)?;
+        match self.node(dict)? {
+            Node::Dict(items) => items.iter().rev().find(|(k, _)| *k == Val::Str(id)).map(|(_, v)| *v),
+            _ => None,
+        }
+    }
+
+    pub fn is_dict(&self, v: Val) -> bool {
+        matches!(self.node(v), Some(Node::Dict(_)) | Some(Node::Row(_)))
+    }
+
+    /// Items of a list or tuple (rows yielded as `Val::Row`); `None` if `v` is neither.
+    pub fn seq(&self, v: Val) -> Option<SeqIter<'_>> {
+        match self.node(v)? {
+            Node::List(items) => Some(SeqIter::Slice(items.iter())),
+            Node::Tuple(items) => Some(SeqIter::Slice(items.iter())),
+            Node::RowRange { start, end } => Some(SeqIter::Rows(*start..*end)),
+            _ => None,
+        }
+    }
+
+    pub fn seq_len(&self, v: Val) -> Option<usize> {
+        match self.node(v)? {
+            Node::List(items) => Some(items.len()),
+            Node::Tuple(items) => Some(items.len()),
+            Node::RowRange { start, end } => Some((end - start) as usize),
+            _ => None,
+        }
+    }
+
+    /// Dict items (`None` if `v` is not a plain dict).
+    pub fn dict_items(&self, v: Val) -> Option<&[(Val, Val)]> {
+        match self.node(v)? {
+            Node::Dict(items) => Some(items),
+            _ => None,
+        }
+    }
+}
+
+/// Iterator over a list's items.
+pub enum SeqIter<'a> {
+    Slice(std::slice::Iter<'a, Val>),
+    Rows(std::ops::Range<u32>),
+}
+
+impl Iterator for SeqIter<'_> {
+    type Item = Val;
+    fn next(&mut self) -> Option<Val> {
+        match self {
+            SeqIter::Slice(it) => it.next().copied(),
+            SeqIter::Rows(r) => r.next().map(|i| Val::Row(RowId(i))),
+        }
+    }
+}
+
+/// Little-endian two's complement bytes to `u64`, if non-negative and small enough.
+pub fn bigint_to_u64(b: &[u8]) -> Option<u64> {
+    if b.last().is_some_and(|&x| x & 0x80 != 0) {
+        return None;
+    }
+    if b.len() > 8 && b[8..].iter().any(|&x| x != 0) {
+        return None;
+    }
+    let mut out = 0u64;
+    for (i, &x) in b.iter().take(8).enumerate() {
+        out |= (x as u64) << (8 * i);
+    }
+    Some(out)
+}
