@@ -24,8 +24,17 @@ pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(|e| CliError(format!("cannot read file: {e}: {path}")))
 }
 
-/// Loads a snapshot, naming the file last on failure.
+/// Loads a snapshot, naming the file last on failure. Files are streamed in chunks, so memory
+/// holds the model, not the file.
 pub fn load(path: &str) -> Result<Snapshot, CliError> {
-    let bytes = read_bytes(path)?;
-    memlens_core::load(&bytes).map_err(|e| CliError(format!("{e}: {path}")))
+    if path == "-" {
+        let bytes = read_bytes(path)?;
+        return memlens_core::load(&bytes).map_err(|e| CliError(format!("{e}: <stdin>")));
+    }
+    let f = std::fs::File::open(path).map_err(|e| CliError(format!("cannot read file: {e}: {path}")))?;
+    let len = f.metadata().ok().map(|m| m.len());
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(CliError(format!("is a directory, not a snapshot: {path}")));
+    }
+    memlens_core::load_reader(f, len).map_err(|e| CliError(format!("{e}: {path}")))
 }

@@ -19,7 +19,8 @@ struct Interner {
     frame_by_node: FxHashMap<u32, FrameId>,
     stacks: StackTable,
     stack_index: FxHashMap<Box<[FrameId]>, StackId>,
-    stack_by_node: FxHashMap<u32, StackId>,
+    /// Stack of a frames-list node, plus one (0: not seen yet); dense, as node ids are.
+    stack_by_node: Vec<u32>,
     scratch: Vec<FrameId>,
 }
 
@@ -33,7 +34,7 @@ impl Interner {
             frame_by_node: FxHashMap::default(),
             stacks: StackTable::default(),
             stack_index,
-            stack_by_node: FxHashMap::default(),
+            stack_by_node: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -80,8 +81,10 @@ impl Interner {
         if node == NO_NODE {
             return StackId::EMPTY;
         }
-        if let Some(&s) = self.stack_by_node.get(&node) {
-            return s;
+        if let Some(&s) = self.stack_by_node.get(node as usize) {
+            if s != 0 {
+                return StackId(s - 1);
+            }
         }
         let v = Val::Node(NodeId(node));
         let mut scratch = std::mem::take(&mut self.scratch);
@@ -102,7 +105,11 @@ impl Interner {
             }
         };
         self.scratch = scratch;
-        self.stack_by_node.insert(node, id);
+        let i = node as usize;
+        if i >= self.stack_by_node.len() {
+            self.stack_by_node.resize(i + 1, 0);
+        }
+        self.stack_by_node[i] = id.0 + 1;
         id
     }
 

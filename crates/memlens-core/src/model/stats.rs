@@ -109,10 +109,22 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     let t = &s.trace;
     let mut net: i128 = 0;
     let mut net_seg: i128 = 0;
-    let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+    // Few distinct actions: a short list with a last-hit cache beats a map per row.
+    let mut counts: Vec<(u32, u64)> = Vec::new();
+    let mut last = usize::MAX;
     for r in rows.clone() {
         let r = r as usize;
-        *counts.entry(t.action_str[r].0).or_default() += 1;
+        let a = t.action_str[r].0;
+        if last >= counts.len() || counts[last].0 != a {
+            last = match counts.iter().position(|(k, _)| *k == a) {
+                Some(i) => i,
+                None => {
+                    counts.push((a, 0));
+                    counts.len() - 1
+                }
+            };
+        }
+        counts[last].1 += 1;
         let size = t.size_bytes[r] as i128;
         match t.action[r] {
             Action::Alloc => net += size,
@@ -123,7 +135,7 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         }
     }
     for (k, v) in counts {
-        st.actions.insert(s.strings.get(crate::raw::StrId(k)).to_string(), v);
+        *st.actions.entry(s.strings.get(crate::raw::StrId(k)).to_string()).or_default() += v;
     }
     let base = st.requested_bytes as i128 - net;
     let seg_base = st.reserved_bytes as i128 - net_seg;

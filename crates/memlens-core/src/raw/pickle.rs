@@ -31,6 +31,15 @@ pub struct PickleMachine {
     total_len: Option<u64>,
     pub protocol: u8,
     result: Option<Val>,
+    /// The dict opened by the last EMPTY_DICT while nothing else may refer to it: if it becomes
+    /// a trace row, its node is given back (saves a node per trace entry).
+    fresh: Option<Fresh>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fresh {
+    node: u32,
+    memo_slot: Option<u64>,
 }
 
 impl Default for PickleMachine {
@@ -114,6 +123,7 @@ fn opcode_name(op: u8) -> &'static str {
 }
 
 /// Sign-extends little-endian two's complement bytes (≤ 8) to i64.
+#[inline]
 fn le_i64(b: &[u8]) -> i64 {
     if b.is_empty() {
         return 0;
@@ -135,6 +145,7 @@ impl PickleMachine {
             total_len: None,
             protocol: 0,
             result: None,
+            fresh: None,
         }
     }
 
@@ -181,14 +192,69 @@ impl PickleMachine {
             .ok_or_else(|| self.malformed(at, format!("{} without a MARK", opcode_name(op))))
     }
 
-    fn memo_get(&self, key: u64, at: u64) -> Result<Val, DecodeError> {
-        if let Some(v) = self.memo.get(key as usize) {
-            return Ok(*v);
+    fn memo_get(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
+        let v = match self.memo.get(key as usize) {
+            Some(v) => *v,
+            None => self.memo_sparse.get(&key).copied().ok_or(DecodeError::MissingMemo { key, offset: at })?,
+        };
+        self.unfresh(v);
+        Ok(v)
+    }
+
+    /// A second reference to the fresh dict exists: it must keep its node.
+    fn unfresh(&mut self, v: Val) {
+        if let (Some(f), Val::Node(n)) = (self.fresh, v) {
+            if n.0 == f.node {
+                self.fresh = None;
+            }
         }
-        self.memo_sparse.get(&key).copied().ok_or(DecodeError::MissingMemo { key, offset: at })
+    }
+
+    /// Values from `stack[lo..]` are about to be stored in a container: if the fresh dict is
+    /// among them, something else now refers to it.
+    fn unfresh_items(&mut self, lo: usize) {
+        if let Some(f) = self.fresh {
+            let me = Val::Node(super::value::NodeId(f.node));
+            if self.stack.get(lo..).is_some_and(|s| s.contains(&me)) {
+                self.fresh = None;
+            }
+        }
+    }
+
+    /// After SETITEM(S) on `dict` held at `stack_pos`: if it became a trace row and nothing else
+    /// refers to its node, drop the node and hold the row directly.
+    fn settle_row(&mut self, dict: Val, stack_pos: usize) {
+        let Some(f) = self.fresh else { return };
+        let Val::Node(n) = dict else { return };
+        if n.0 != f.node || self.arena.nodes.len() != f.node as usize + 1 {
+            return;
+        }
+        let Some(&Node::Row(r)) = self.arena.nodes.last() else { return };
+        self.arena.nodes.pop();
+        self.fresh = None;
+        if let Some(slot) = self.stack.get_mut(stack_pos) {
+            *slot = Val::Row(r);
+        }
+        if let Some(k) = f.memo_slot {
+            match self.memo.get_mut(k as usize) {
+                Some(m) => *m = Val::Row(r),
+                None => {
+                    self.memo_sparse.insert(k, Val::Row(r));
+                }
+            }
+        }
     }
 
     fn memo_put(&mut self, key: u64, v: Val) {
+        if let (Some(f), Val::Node(n)) = (self.fresh.as_mut(), v) {
+            if n.0 == f.node {
+                if f.memo_slot.is_none() {
+                    f.memo_slot = Some(key);
+                } else {
+                    self.fresh = None;
+                }
+            }
+        }
         let len = self.memo.len() as u64;
         if key < len {
             self.memo[key as usize] = v;
@@ -302,6 +368,7 @@ impl PickleMachine {
                 }
                 b'}' => {
                     let v = self.arena.push(Node::Dict(Vec::new()));
+                    self.fresh = Some(Fresh { node: self.arena.nodes.len() as u32 - 1, memo_slot: None });
                     self.stack.push(v);
                 }
                 b']' => {
@@ -477,6 +544,7 @@ impl PickleMachine {
                 0x88 => self.stack.push(Val::Bool(true)),
                 0x89 => self.stack.push(Val::Bool(false)),
                 b'a' => {
+                    self.unfresh_items(self.stack.len().saturating_sub(1));
                     let item = self.pop(at, op)?;
                     let list = self.top(at, op)?;
                     self.arena.list_extend(list, &[item]).map_err(|e| self.malformed(at, e))?;
@@ -487,6 +555,7 @@ impl PickleMachine {
                         return Err(self.malformed(at, "APPENDS without a list"));
                     }
                     let list = self.stack[m - 1];
+                    self.unfresh_items(m);
                     self.arena.list_extend(list, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                 }
@@ -497,6 +566,7 @@ impl PickleMachine {
                         return Err(self.malformed(at, "ADDITEMS without a set"));
                     }
                     let set = self.stack[m - 1];
+                    self.unfresh_items(m);
                     self.arena.list_extend(set, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                 }
@@ -506,6 +576,7 @@ impl PickleMachine {
                 }
                 0x91 | b'l' => {
                     let m = self.pop_mark(at, op)?;
+                    self.unfresh_items(m);
                     let items: Vec<Val> = self.stack.drain(m.min(self.stack.len())..).collect();
                     let v = self.arena.push(Node::List(Vec::new()));
                     self.arena.list_extend(v, &items).map_err(|e| self.malformed(at, e))?;
@@ -513,6 +584,7 @@ impl PickleMachine {
                 }
                 b't' => {
                     let m = self.pop_mark(at, op)?;
+                    self.unfresh_items(m);
                     let items: Box<[Val]> = self.stack.drain(m.min(self.stack.len())..).collect();
                     let v = self.arena.push(Node::Tuple(items));
                     self.stack.push(v);
@@ -523,12 +595,14 @@ impl PickleMachine {
                     if self.stack.len() < floor + n {
                         return Err(self.malformed(at, format!("{} on a short stack", opcode_name(op))));
                     }
+                    self.unfresh_items(self.stack.len() - n);
                     let items: Box<[Val]> = self.stack.drain(self.stack.len() - n..).collect();
                     let v = self.arena.push(Node::Tuple(items));
                     self.stack.push(v);
                 }
                 b'd' => {
                     let m = self.pop_mark(at, op)?;
+                    self.unfresh_items(m);
                     let kv: Vec<Val> = self.stack.drain(m.min(self.stack.len())..).collect();
                     if kv.len() % 2 != 0 {
                         return Err(self.malformed(at, "DICT with an odd number of items"));
@@ -538,10 +612,13 @@ impl PickleMachine {
                     self.stack.push(v);
                 }
                 b's' => {
+                    self.unfresh_items(self.stack.len().saturating_sub(2));
                     let value = self.pop(at, op)?;
                     let key = self.pop(at, op)?;
                     let dict = self.top(at, op)?;
                     self.arena.dict_set_items(dict, &[key, value]).map_err(|e| self.malformed(at, e))?;
+                    let pos = self.stack.len() - 1;
+                    self.settle_row(dict, pos);
                 }
                 b'u' => {
                     let m = self.pop_mark(at, op)?;
@@ -552,8 +629,10 @@ impl PickleMachine {
                         return Err(self.malformed(at, "SETITEMS with an odd number of items"));
                     }
                     let dict = self.stack[m - 1];
+                    self.unfresh_items(m);
                     self.arena.dict_set_items(dict, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
+                    self.settle_row(dict, m - 1);
                 }
                 b'0' => {
                     if self.marks.last() == Some(&self.stack.len()) {
@@ -568,6 +647,7 @@ impl PickleMachine {
                 }
                 b'2' => {
                     let v = self.top(at, op)?;
+                    self.unfresh(v);
                     self.stack.push(v);
                 }
                 b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' | b'P' | b'Q' | 0x82 | 0x83 | 0x84
@@ -579,6 +659,7 @@ impl PickleMachine {
         }
     }
 
+    #[inline]
     fn long_bytes(&mut self, b: &[u8]) -> Val {
         if b.len() <= 8 {
             Val::Int(le_i64(b))

@@ -61,7 +61,22 @@ pub struct Keys {
     pub category: StrId,
 }
 
+const KEY_ACTION: u32 = 1;
+const KEY_ADDR: u32 = 2;
+const KEY_SIZE: u32 = 3;
+const KEY_STREAM: u32 = 4;
+const KEY_TIME_US: u32 = 5;
+const KEY_FRAMES: u32 = 6;
+const KEY_DEVICE_FREE: u32 = 7;
+const KEY_COMPILE_CONTEXT: u32 = 8;
+const KEY_USER_METADATA: u32 = 9;
+const KEY_INTERNAL_METADATA: u32 = 10;
+const KEY_POOL_ID: u32 = 11;
+const KEY_FORWARD_FRAMES: u32 = 12;
+const KEY_CATEGORY: u32 = 13;
+
 impl Keys {
+    /// Interns the keys first, in the order of the `KEY_*` ids (checked by a test).
     fn new(s: &mut StringTable) -> Keys {
         Keys {
             action: s.intern("action"),
@@ -240,52 +255,57 @@ impl Arena {
     }
 
     fn apply_row(&mut self, r: u32, kv: &[Val]) {
-        let k = self.keys;
         let ri = r as usize;
+        if ri >= self.rows.len() {
+            return;
+        }
         for p in kv.chunks_exact(2) {
             let (Val::Str(key), v) = (p[0], p[1]) else { continue };
-            if key == k.action {
-                if let Val::Str(s) = v {
-                    self.rows.action[ri] = s;
+            // Known keys were interned first, in `Keys::new` order, so the id names the field.
+            match key.0 {
+                KEY_ACTION => {
+                    if let Val::Str(s) = v {
+                        self.rows.action[ri] = s;
+                    }
                 }
-            } else if key == k.addr {
-                self.rows.addr[ri] = self.u64_field(v);
-            } else if key == k.size {
-                self.rows.size_bytes[ri] = self.u64_field(v);
-            } else if key == k.stream {
-                self.rows.stream[ri] = self.int_bits(v);
-            } else if key == k.time_us {
-                self.rows.time_us[ri] = match v {
-                    Val::Int(t) => t,
-                    Val::Float(f) => f as i64,
-                    _ => TIME_NONE,
-                };
-            } else if key == k.frames {
-                self.rows.frames[ri] = match v {
-                    Val::Node(NodeId(n)) => n,
-                    _ => NO_NODE,
-                };
-            } else if key == k.compile_context {
-                self.rows.compile_context[ri] = self.str_field(v);
-            } else if key == k.user_metadata {
-                self.rows.user_metadata[ri] = self.str_field(v);
-            } else if key == k.device_free {
-                let f = self.u64_field(v);
-                self.rows.extras.push((r, RowExtra::DeviceFree(f)));
-            } else if key == k.internal_metadata {
-                let s = self.str_field(v);
-                self.rows.extras.push((r, RowExtra::InternalMetadata(s)));
-            } else if key == k.pool_id {
-                self.rows.extras.push((r, RowExtra::PoolId(v)));
-            } else if key == k.forward_frames {
-                self.rows.extras.push((r, RowExtra::ForwardFrames(v)));
-            } else if key == k.category {
-                let s = self.str_field(v);
-                self.rows.extras.push((r, RowExtra::Category(s)));
+                KEY_ADDR => self.rows.addr[ri] = self.u64_field(v),
+                KEY_SIZE => self.rows.size_bytes[ri] = self.u64_field(v),
+                KEY_STREAM => self.rows.stream[ri] = self.int_bits(v),
+                KEY_TIME_US => {
+                    self.rows.time_us[ri] = match v {
+                        Val::Int(t) => t,
+                        Val::Float(f) => f as i64,
+                        _ => TIME_NONE,
+                    }
+                }
+                KEY_FRAMES => {
+                    self.rows.frames[ri] = match v {
+                        Val::Node(NodeId(n)) => n,
+                        _ => NO_NODE,
+                    }
+                }
+                KEY_COMPILE_CONTEXT => self.rows.compile_context[ri] = self.str_field(v),
+                KEY_USER_METADATA => self.rows.user_metadata[ri] = self.str_field(v),
+                KEY_DEVICE_FREE => {
+                    let f = self.u64_field(v);
+                    self.rows.extras.push((r, RowExtra::DeviceFree(f)));
+                }
+                KEY_INTERNAL_METADATA => {
+                    let s = self.str_field(v);
+                    self.rows.extras.push((r, RowExtra::InternalMetadata(s)));
+                }
+                KEY_POOL_ID => self.rows.extras.push((r, RowExtra::PoolId(v))),
+                KEY_FORWARD_FRAMES => self.rows.extras.push((r, RowExtra::ForwardFrames(v))),
+                KEY_CATEGORY => {
+                    let s = self.str_field(v);
+                    self.rows.extras.push((r, RowExtra::Category(s)));
+                }
+                _ => {}
             }
         }
     }
 
+    #[inline]
     fn str_field(&mut self, v: Val) -> StrId {
         match v {
             Val::Str(s) => s,
@@ -297,6 +317,7 @@ impl Arena {
         }
     }
 
+    #[inline]
     fn u64_field(&mut self, v: Val) -> u64 {
         match self.as_u64(v) {
             Some(x) => x,
@@ -418,4 +439,33 @@ pub fn bigint_to_u64(b: &[u8]) -> Option<u64> {
         out |= (x as u64) << (8 * i);
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_ids_match_their_constants() {
+        let a = Arena::default();
+        let k = a.keys;
+        let pairs = [
+            (k.action, KEY_ACTION),
+            (k.addr, KEY_ADDR),
+            (k.size, KEY_SIZE),
+            (k.stream, KEY_STREAM),
+            (k.time_us, KEY_TIME_US),
+            (k.frames, KEY_FRAMES),
+            (k.device_free, KEY_DEVICE_FREE),
+            (k.compile_context, KEY_COMPILE_CONTEXT),
+            (k.user_metadata, KEY_USER_METADATA),
+            (k.internal_metadata, KEY_INTERNAL_METADATA),
+            (k.pool_id, KEY_POOL_ID),
+            (k.forward_frames, KEY_FORWARD_FRAMES),
+            (k.category, KEY_CATEGORY),
+        ];
+        for (id, c) in pairs {
+            assert_eq!(id.0, c);
+        }
+    }
 }

@@ -1,0 +1,142 @@
+//! Incremental loading: bytes arrive in chunks of any size (a file read natively, `Blob.slice`
+//! in the browser's worker) and only the pickle machine's state is kept, never the whole file.
+//! JSON and HTML inputs are collected whole (they are not streamable with serde_json).
+
+use crate::error::DecodeError;
+use crate::model::{normalize, Snapshot};
+use crate::raw::{self, Encoding, PickleMachine, Progress, Sniff};
+use std::io::Read;
+
+enum State {
+    /// Not enough bytes yet to tell the input form.
+    Start(Vec<u8>),
+    Pickle { m: Box<PickleMachine>, tail: Vec<u8>, done: bool },
+    Whole(Vec<u8>),
+}
+
+/// Feeds chunks in, then [`Loader::finish`] gives the snapshot.
+pub struct Loader {
+    state: State,
+    bytes_in: u64,
+    total_len: Option<u64>,
+}
+
+const SNIFF_BYTES: usize = 64;
+
+impl Loader {
+    /// `total_len`, when known, lets absurd length prefixes fail at once.
+    pub fn new(total_len: Option<u64>) -> Self {
+        Loader { state: State::Start(Vec::new()), bytes_in: 0, total_len }
+    }
+
+    /// Bytes pushed so far.
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
+        self.bytes_in += chunk.len() as u64;
+        match &mut self.state {
+            State::Start(head) => {
+                head.extend_from_slice(chunk);
+                if head.len() >= SNIFF_BYTES {
+                    let head = std::mem::take(head);
+                    self.begin(head, false)?;
+                }
+                Ok(())
+            }
+            State::Pickle { m, tail, done } => feed(m, tail, done, chunk, false),
+            State::Whole(all) => {
+                all.extend_from_slice(chunk);
+                Ok(())
+            }
+        }
+    }
+
+    fn begin(&mut self, head: Vec<u8>, eof: bool) -> Result<(), DecodeError> {
+        match raw::sniff(&head)? {
+            Sniff::Pickle => {
+                let mut m = Box::new(PickleMachine::default());
+                if let Some(t) = self.total_len {
+                    m.set_total_len(t);
+                }
+                let (mut tail, mut done) = (Vec::new(), false);
+                feed(&mut m, &mut tail, &mut done, &head, eof)?;
+                self.state = State::Pickle { m, tail, done };
+            }
+            _ => self.state = State::Whole(head),
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<Snapshot, DecodeError> {
+        if let State::Start(head) = &mut self.state {
+            let head = std::mem::take(head);
+            self.begin(head, true)?;
+        }
+        match self.state {
+            State::Start(_) => Err(DecodeError::Empty),
+            State::Whole(all) => crate::load(&all),
+            State::Pickle { mut m, mut tail, mut done } => {
+                if !done {
+                    feed(&mut m, &mut tail, &mut done, &[], true)?;
+                }
+                let top = m.result().ok_or(DecodeError::NoStop { offset: m.offset() })?;
+                let protocol = m.protocol;
+                normalize(m.arena, top, Encoding::Pickle { protocol })
+            }
+        }
+    }
+}
+
+fn feed(m: &mut PickleMachine, tail: &mut Vec<u8>, done: &mut bool, chunk: &[u8], eof: bool) -> Result<(), DecodeError> {
+    if *done {
+        return Ok(());
+    }
+    // Common case: no leftover, run straight over the chunk and keep only its unread end.
+    let progress = if tail.is_empty() {
+        let p = m.feed(chunk, eof)?;
+        if let Progress::NeedMore(c) = p {
+            tail.extend_from_slice(chunk.get(c..).unwrap_or(&[]));
+        }
+        p
+    } else {
+        tail.extend_from_slice(chunk);
+        let p = m.feed(tail, eof)?;
+        if let Progress::NeedMore(c) = p {
+            tail.drain(..c.min(tail.len()));
+        }
+        p
+    };
+    if let Progress::Done(_) = progress {
+        *done = true;
+        tail.clear();
+        tail.shrink_to_fit();
+    }
+    Ok(())
+}
+
+/// Error of [`load_reader`]: reading failed, or the bytes are not a snapshot.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// Loads from a reader in 1 MiB chunks (memory: the model, not the file).
+pub fn load_reader<R: Read>(mut r: R, total_len: Option<u64>) -> Result<Snapshot, LoadError> {
+    let mut l = Loader::new(total_len);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        l.push(buf.get(..n).unwrap_or(&[]))?;
+    }
+    Ok(l.finish()?)
+}
