@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what memlens needs when it is missing: the wasm32 target, trunk, the wasm-bindgen CLI
+# matching Cargo.lock, Debian's chromium and the browser tests' node packages. Idempotent.
+# Usage: scripts/setup.sh [--no-browser]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { echo "setup: $*" >&2; }
+
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  log "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+if ! command -v trunk >/dev/null || ! trunk --version | grep -q "0.21.14"; then
+  log "installing trunk 0.21.14 (a few minutes)"
+  cargo install trunk --version 0.21.14 --locked
+fi
+wb=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/,""); print; exit}' Cargo.lock 2>/dev/null || true)
+if [ -n "$wb" ]; then
+  if ! command -v wasm-bindgen >/dev/null || ! wasm-bindgen --version | grep -q " $wb\$"; then
+    log "installing wasm-bindgen-cli $wb (matches Cargo.lock)"
+    cargo install wasm-bindgen-cli --version "$wb" --force
+  fi
+fi
+if [ "${1:-}" != "--no-browser" ]; then
+  if [ ! -x /usr/bin/chromium ]; then
+    log "installing chromium (Debian)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  fi
+  if [ -f tests/browser/package.json ] && [ ! -d tests/browser/node_modules/playwright-core ]; then
+    log "installing browser test packages"
+    (cd tests/browser && npm install --no-audit --no-fund --silent)
+  fi
+fi
