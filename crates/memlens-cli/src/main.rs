@@ -1,8 +1,10 @@
 //! `memlens`: the same answers as the viewer, in a terminal and in CI. Exit status 0 on success,
 //! 2 on bad input (one line naming what is wrong, the file last).
 
+mod fmt;
 mod load;
 mod stats;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +20,8 @@ struct Cli {
 enum Cmd {
     /// Per-device summary: reserved, allocated, active, fragmentation, timeline peaks.
     Stats(stats::Args),
+    /// The trace of each device replayed as Python-like lines (like `_memory_viz trace`).
+    Trace(trace::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     };
     let r = match cli.cmd {
         Cmd::Stats(a) => stats::run(a),
+        Cmd::Trace(a) => trace::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

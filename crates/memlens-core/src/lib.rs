@@ -4,11 +4,14 @@
 //! columnar, immutable) → stats, layouts and diagnosis. Builds natively and for wasm32.
 
 pub mod error;
+pub mod loader;
 pub mod model;
 pub mod raw;
+pub mod write;
 
 pub use error::DecodeError;
 pub use model::stats::{device_stats, snapshot_stats, DeviceStats, SnapshotStats};
+pub use loader::{load_reader, LoadError, Loader};
 pub use model::Snapshot;
 
 /// Decodes and normalises a whole snapshot held in memory.

@@ -1,0 +1,190 @@
+//! Conformance: `memlens stats --json` must agree, key for key, with an independent reading of
+//! every real snapshot by Python's own `pickle.load` (tests/python/stats_ref.py, written from the
+//! definitions and not from the Rust code). Also checks that every real snapshot decodes.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The per-device keys the reference defines; each must be present on both sides and equal.
+const KEYS: &[&str] = &[
+    "device",
+    "segments",
+    "blocks",
+    "trace_entries",
+    "actions",
+    "reserved_bytes",
+    "allocated_bytes",
+    "active_bytes",
+    "requested_bytes",
+    "inactive_split_bytes",
+    "largest_free_block_bytes",
+    "timeline_baseline_bytes",
+    "timeline_peak_bytes",
+    "peak_reserved_bytes",
+];
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn snapshots() -> Option<Vec<PathBuf>> {
+    let dir = repo_root().join("../shared/snapshots");
+    let rd = std::fs::read_dir(&dir).ok()?;
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+fn python() -> Option<&'static str> {
+    ["python3", "python"].into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+fn parse(what: &str, out: &Output) -> Result<Value, String> {
+    if !out.status.success() {
+        return Err(format!(
+            "{what} exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{what} printed invalid JSON: {e}"))
+}
+
+fn devices(v: &Value) -> Vec<Value> {
+    v.get("devices")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Compares one file; returns one message per mismatch.
+fn compare(file: &Path, reference: &Value, ours: &Value) -> Vec<String> {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (r, o) = (devices(reference), devices(ours));
+    let ids = |v: &[Value]| {
+        v.iter()
+            .map(|d| d.get("device").cloned().unwrap_or(Value::Null))
+            .collect::<Vec<_>>()
+    };
+    if ids(&r) != ids(&o) {
+        return vec![format!(
+            "{name}: devices: python {:?}, memlens {:?}",
+            ids(&r),
+            ids(&o)
+        )];
+    }
+    let mut bad = Vec::new();
+    for (rd, od) in r.iter().zip(&o) {
+        let dev = rd.get("device").cloned().unwrap_or(Value::Null);
+        for key in KEYS {
+            match (rd.get(*key), od.get(*key)) {
+                (Some(a), Some(b)) if a == b => {}
+                (a, b) => bad.push(format!(
+                    "{name}: device {dev}: {key}: python {a:?}, memlens {b:?}"
+                )),
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn stats_match_python_reference_on_real_snapshots() {
+    let Some(files) = snapshots() else {
+        println!("SKIP: ../shared/snapshots not found");
+        return;
+    };
+    let Some(py) = python() else {
+        println!("SKIP: python3 not found; the conformance test needs it for the reference");
+        return;
+    };
+    assert!(!files.is_empty(), "no *.pickle in ../shared/snapshots");
+    let script = repo_root().join("tests/python/stats_ref.py");
+    let mut problems = Vec::new();
+    for file in &files {
+        // Both readers run at once; each file is read once by each.
+        let spawn = |cmd: &mut Command| cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        let reference = spawn(Command::new(py).arg(&script).arg(file));
+        let ours = spawn(
+            Command::new(env!("CARGO_BIN_EXE_memlens"))
+                .args(["stats", "--json"])
+                .arg(file),
+        );
+        let (reference, ours) = match (reference, ours) {
+            (Ok(r), Ok(o)) => (r.wait_with_output(), o.wait_with_output()),
+            (r, o) => panic!("cannot start the readers: {:?} {:?}", r.err(), o.err()),
+        };
+        let name = file.display();
+        let ours = match ours
+            .map_err(|e| e.to_string())
+            .and_then(|o| parse("memlens", &o))
+        {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("{name}: does not decode: {e}"));
+                continue;
+            }
+        };
+        let reference = match reference
+            .map_err(|e| e.to_string())
+            .and_then(|o| parse("stats_ref.py", &o))
+        {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("{name}: reference failed: {e}"));
+                continue;
+            }
+        };
+        problems.extend(compare(file, &reference, &ours));
+    }
+    println!(
+        "compared {} snapshots, {} mismatches",
+        files.len(),
+        problems.len()
+    );
+    assert!(
+        problems.is_empty(),
+        "{} mismatches:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn compare_reports_every_differing_key() {
+    let a = json!({"devices": [{"device": 0, "segments": 1, "actions": {"alloc": 2}, "reserved_bytes": 5}]});
+    let b = json!({"devices": [{"device": 0, "segments": 2, "actions": {"alloc": 1}, "reserved_bytes": 5}]});
+    let bad = compare(Path::new("x.pickle"), &a, &b);
+    assert!(
+        bad.iter()
+            .any(|m| m.contains("x.pickle: device 0: segments: python Some(Number(1))")),
+        "{bad:?}"
+    );
+    assert!(bad.iter().any(|m| m.contains(": actions: ")), "{bad:?}");
+    assert!(
+        !bad.iter().any(|m| m.contains(": reserved_bytes: ")),
+        "{bad:?}"
+    );
+    // A key missing on both sides is a mismatch too (a reference that forgot a key must not pass).
+    assert!(
+        bad.iter()
+            .any(|m| m.contains("peak_reserved_bytes: python None, memlens None")),
+        "{bad:?}"
+    );
+    let c = json!({"devices": [{"device": 1}]});
+    assert_eq!(compare(Path::new("x.pickle"), &a, &c).len(), 1);
+}
