@@ -150,8 +150,13 @@ impl PickleMachine {
     }
 
     /// Tells the machine how long the whole input is, so absurd length prefixes fail at once.
+    /// Also sizes the trace columns and the memo for the entries such a file can hold (a trace
+    /// entry takes at least ~60 bytes in a pickle), so they grow without reallocating.
     pub fn set_total_len(&mut self, n: u64) {
         self.total_len = Some(n);
+        let entries = (n / 96).min(1 << 26) as usize;
+        self.arena.rows.reserve(entries);
+        self.memo.reserve(entries);
     }
 
     pub fn offset(&self) -> u64 {

@@ -136,6 +136,18 @@ impl TraceRows {
     pub fn is_empty(&self) -> bool {
         self.action.is_empty()
     }
+    /// Room for `n` more entries in every column.
+    pub fn reserve(&mut self, n: usize) {
+        self.action.reserve(n);
+        self.addr.reserve(n);
+        self.size_bytes.reserve(n);
+        self.stream.reserve(n);
+        self.time_us.reserve(n);
+        self.frames.reserve(n);
+        self.compile_context.reserve(n);
+        self.user_metadata.reserve(n);
+    }
+
     fn push_default(&mut self) -> u32 {
         let r = self.action.len() as u32;
         self.action.push(StrId::EMPTY);
