@@ -1,6 +1,7 @@
 //! `memlens`: the same answers as the viewer, in a terminal and in CI. Exit status 0 on success,
 //! 2 on bad input (one line naming what is wrong, the file last).
 
+mod flamegraph;
 mod fmt;
 mod load;
 mod stats;
@@ -22,6 +23,12 @@ enum Cmd {
     Stats(stats::Args),
     /// The trace of each device replayed as Python-like lines (like `_memory_viz trace`).
     Trace(trace::Args),
+    /// Flamegraph SVG of what each segment holds, by allocation stack (like `_memory_viz segments`).
+    Segments(flamegraph::FlameArgs),
+    /// Flamegraph SVG of what the allocator holds, by stream and stack (like `_memory_viz memory`).
+    Memory(flamegraph::FlameArgs),
+    /// Segments only in one of two snapshots, and live bytes per stack at each timeline peak.
+    Compare(flamegraph::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +43,9 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Stats(a) => stats::run(a),
         Cmd::Trace(a) => trace::run(a),
+        Cmd::Segments(a) => flamegraph::run(flamegraph::Kind::Segments, a),
+        Cmd::Memory(a) => flamegraph::run(flamegraph::Kind::Memory, a),
+        Cmd::Compare(a) => flamegraph::run_compare(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

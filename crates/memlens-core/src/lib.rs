@@ -4,9 +4,11 @@
 //! columnar, immutable) → stats, layouts and diagnosis. Builds natively and for wasm32.
 
 pub mod error;
+pub mod flame;
 pub mod loader;
 pub mod model;
 pub mod raw;
+pub mod replay;
 pub mod write;
 
 pub use error::DecodeError;

@@ -1,0 +1,430 @@
+//! Replay of one device's trace into allocations with lifetimes, so that "what is live at event
+//! i, allocated where" has one answer shared by `memlens compare`, the flamegraph diff and the
+//! viewer.
+//!
+//! Rules (as upstream's `process_alloc_data`, house style §5):
+//! - `alloc` opens an allocation at its address; the next `free_completed` at that address closes
+//!   it. Each reuse of an address is its own allocation.
+//! - A `free_completed` with no open allocation at its address closes an allocation that was made
+//!   before the trace starts (history enabled late, or the ring buffer dropped the oldest
+//!   entries): [`Origin::UnmatchedFree`], stack of the free (or of its `free_requested`).
+//! - An active block of the final segment state whose address is not open at the end of the trace
+//!   was allocated before the trace and is alive throughout: [`Origin::Untraced`], with the
+//!   block's requested size and stack.
+//! - An `alloc` at an address that is already open leaves the earlier allocation open to the end
+//!   (its free was never recorded), as upstream does; [`Replay::realloc_without_free`] counts them.
+//!
+//! Sizes are requested (unrounded) bytes, as `alloc`/`free_completed` record them, so the live
+//! sum at every event equals the timeline of [`crate::device_stats`] whenever the trace agrees
+//! with the final segment state.
+
+use crate::model::{Action, Snapshot, StackId};
+use rustc_hash::FxHashMap;
+
+/// Where an allocation's lifetime comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// Its `alloc` is in the trace.
+    Traced,
+    /// Only its `free_completed` is in the trace: alive from the start until that free.
+    UnmatchedFree,
+    /// An active block at snapshot time that the trace never allocated: alive throughout.
+    Untraced,
+}
+
+/// One allocation and its lifetime in event indices (0-based, within the device's trace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub addr: u64,
+    /// Requested (unrounded) bytes.
+    pub size_bytes: u64,
+    pub stream: u64,
+    /// Allocation site (for [`Origin::UnmatchedFree`]: the free site).
+    pub stack: StackId,
+    /// Event of the `alloc`; `None`: alive before the first event.
+    pub alloc_event: Option<u32>,
+    /// Event of the `free_requested` that preceded the free, if recorded.
+    pub free_requested_event: Option<u32>,
+    /// Event of the `free_completed`; `None`: still alive after the last event.
+    pub free_event: Option<u32>,
+    pub origin: Origin,
+}
+
+impl Allocation {
+    /// Alive once event `event_idx` has been applied (`-1`: before the first event).
+    pub fn is_live_at(&self, event_idx: i64) -> bool {
+        let born = self.alloc_event.is_none_or(|a| i64::from(a) <= event_idx);
+        let dead = self.free_event.is_some_and(|f| i64::from(f) <= event_idx);
+        born && !dead
+    }
+}
+
+/// Every allocation of one device's trace (see the module docs for the rules).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replay {
+    pub device: u32,
+    /// Number of trace events of the device.
+    pub events: u32,
+    /// Traced and unmatched-free allocations in the order their first event appears, then the
+    /// untraced ones in segment/block order.
+    pub allocations: Vec<Allocation>,
+    /// `alloc` at an address that was already open (the earlier allocation stays open).
+    pub realloc_without_free: u64,
+    /// Traced allocations left open at the end that no active block of the final segments
+    /// accounts for (their frees were not recorded, e.g. history was stopped before the
+    /// snapshot; includes those counted in `realloc_without_free`).
+    pub open_not_in_segments: u64,
+}
+
+impl Replay {
+    /// Allocations alive once event `event_idx` has been applied (`-1`: before the first event).
+    pub fn live_at(&self, event_idx: i64) -> impl Iterator<Item = &Allocation> + '_ {
+        self.allocations
+            .iter()
+            .filter(move |a| a.is_live_at(event_idx))
+    }
+
+    /// Σ requested bytes alive once event `event_idx` has been applied.
+    pub fn live_bytes_at(&self, event_idx: i64) -> u64 {
+        self.live_at(event_idx).map(|a| a.size_bytes).sum()
+    }
+
+    /// Allocations alive before the first event (unmatched frees and untraced blocks).
+    pub fn pre_trace(&self) -> impl Iterator<Item = &Allocation> + '_ {
+        self.allocations.iter().filter(|a| a.alloc_event.is_none())
+    }
+}
+
+/// Replays the trace of `device` against its final segment state.
+pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
+    let rows = s.device_rows(device);
+    let t = &s.trace;
+    let mut out = Replay {
+        device,
+        events: rows.len() as u32,
+        ..Replay::default()
+    };
+    // Address → index of the open allocation in `out.allocations`.
+    let mut open: FxHashMap<u64, usize> = FxHashMap::default();
+    // Address → (event, stack) of a `free_requested` with no open allocation.
+    let mut lone_requests: FxHashMap<u64, (u32, StackId)> = FxHashMap::default();
+    for (event, r) in rows.enumerate() {
+        let event = event as u32;
+        let r = r as usize;
+        let (Some(&action), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (
+            t.action.get(r),
+            t.addr.get(r),
+            t.size_bytes.get(r),
+            t.stream.get(r),
+            t.stack.get(r),
+        ) else {
+            continue;
+        };
+        match action {
+            Action::Alloc => {
+                let idx = out.allocations.len();
+                out.allocations.push(Allocation {
+                    addr,
+                    size_bytes: size,
+                    stream,
+                    stack,
+                    alloc_event: Some(event),
+                    free_requested_event: None,
+                    free_event: None,
+                    origin: Origin::Traced,
+                });
+                if open.insert(addr, idx).is_some() {
+                    out.realloc_without_free += 1;
+                }
+                lone_requests.remove(&addr);
+            }
+            Action::FreeRequested => {
+                match open.get(&addr).and_then(|&i| out.allocations.get_mut(i)) {
+                    Some(a) => a.free_requested_event = Some(event),
+                    None => {
+                        lone_requests.insert(addr, (event, stack));
+                    }
+                }
+            }
+            Action::FreeCompleted => {
+                match open.remove(&addr).and_then(|i| out.allocations.get_mut(i)) {
+                    Some(a) => a.free_event = Some(event),
+                    None => {
+                        let request = lone_requests.remove(&addr);
+                        let stack = match (stack, request) {
+                            (StackId::EMPTY, Some((_, st))) => st,
+                            _ => stack,
+                        };
+                        out.allocations.push(Allocation {
+                            addr,
+                            size_bytes: size,
+                            stream,
+                            stack,
+                            alloc_event: None,
+                            free_requested_event: request.map(|(e, _)| e),
+                            free_event: Some(event),
+                            origin: Origin::UnmatchedFree,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut active: rustc_hash::FxHashSet<u64> = Default::default();
+    for seg in s.segments.iter().filter(|g| g.device == device) {
+        for b in s.segment_blocks(seg) {
+            if b.state.is_active() {
+                active.insert(b.address);
+            }
+            if b.state.is_active() && !open.contains_key(&b.address) {
+                out.allocations.push(Allocation {
+                    addr: b.address,
+                    size_bytes: b.requested_size_bytes,
+                    stream: seg.stream,
+                    stack: b.stack,
+                    alloc_event: None,
+                    free_requested_event: None,
+                    free_event: None,
+                    origin: Origin::Untraced,
+                });
+            }
+        }
+    }
+    let open_traced = out
+        .allocations
+        .iter()
+        .filter(|a| a.origin == Origin::Traced && a.free_event.is_none())
+        .count();
+    let matched = open.keys().filter(|a| active.contains(a)).count();
+    out.open_not_in_segments = open_traced.saturating_sub(matched) as u64;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device_stats;
+
+    fn snap(text: &str) -> Snapshot {
+        match crate::load(text.as_bytes()) {
+            Ok(s) => s,
+            Err(e) => panic!("test snapshot does not load: {e}"),
+        }
+    }
+
+    const FRAMES_A: &str = r#"[{"filename":"/x/model.py","line":10,"name":"fwd"}]"#;
+    const FRAMES_B: &str = r#"[{"filename":"/x/train.py","line":5,"name":"step"}]"#;
+
+    /// Segment at 0x1000 (4 KiB): block 0x1000 active (alloc traced), block 0x1400 active
+    /// (never traced), rest inactive. Trace: free of 0x2000 (allocated before the trace),
+    /// alloc 0x1000, alloc/free 0x1800 twice (address reuse), alloc 0x1000 again (no free).
+    fn sample() -> Snapshot {
+        let text = format!(
+            r#"{{"segments":[{{"device":0,"address":4096,"total_size":4096,"stream":0,"blocks":[
+                {{"address":4096,"size":1024,"requested_size":1000,"state":"active_allocated","frames":{FRAMES_A}}},
+                {{"address":5120,"size":1024,"requested_size":900,"state":"active_allocated","frames":{FRAMES_B}}},
+                {{"address":6144,"size":2048,"requested_size":0,"state":"inactive","frames":[]}}]}}],
+              "device_traces":[[
+                {{"action":"free_requested","addr":8192,"size":300,"stream":0,"frames":{FRAMES_B}}},
+                {{"action":"free_completed","addr":8192,"size":300,"stream":0}},
+                {{"action":"alloc","addr":6144,"size":100,"stream":0,"frames":{FRAMES_A}}},
+                {{"action":"free_requested","addr":6144,"size":100,"stream":0}},
+                {{"action":"free_completed","addr":6144,"size":100,"stream":0}},
+                {{"action":"alloc","addr":6144,"size":200,"stream":0,"frames":{FRAMES_B}}},
+                {{"action":"free_completed","addr":6144,"size":200,"stream":0}},
+                {{"action":"alloc","addr":4096,"size":1000,"stream":0,"frames":{FRAMES_A}}},
+                {{"action":"snapshot","addr":0,"size":0,"stream":0}}
+              ]]}}"#
+        );
+        snap(&text)
+    }
+
+    /// (addr, size, alloc event, free event, origin).
+    type Life = (u64, u64, Option<u32>, Option<u32>, Origin);
+
+    #[test]
+    fn pairs_by_address_and_version() {
+        let s = sample();
+        let r = replay_device(&s, 0);
+        assert_eq!(r.events, 9);
+        let got: Vec<Life> = r
+            .allocations
+            .iter()
+            .map(|a| (a.addr, a.size_bytes, a.alloc_event, a.free_event, a.origin))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (8192, 300, None, Some(1), Origin::UnmatchedFree),
+                (6144, 100, Some(2), Some(4), Origin::Traced),
+                (6144, 200, Some(5), Some(6), Origin::Traced),
+                (4096, 1000, Some(7), None, Origin::Traced),
+                (5120, 900, None, None, Origin::Untraced),
+            ]
+        );
+        assert_eq!(r.allocations[1].free_requested_event, Some(3));
+        assert_eq!(r.allocations[0].free_requested_event, Some(0));
+        assert_eq!(r.realloc_without_free, 0);
+        assert_eq!(r.open_not_in_segments, 0);
+    }
+
+    #[test]
+    fn unmatched_free_takes_the_stack_of_its_request_when_it_has_none() {
+        let s = sample();
+        let r = replay_device(&s, 0);
+        let a = &r.allocations[0];
+        let frames = s.stacks.get(a.stack);
+        assert_eq!(frames.len(), 1);
+        let f = s.frame(frames[0]).map(|f| s.str(f.name).to_string());
+        assert_eq!(f.as_deref(), Some("step"));
+    }
+
+    #[test]
+    fn live_sets_follow_the_events() {
+        let s = sample();
+        let r = replay_device(&s, 0);
+        let live = |i: i64| r.live_at(i).map(|a| a.size_bytes).collect::<Vec<_>>();
+        assert_eq!(live(-1), vec![300, 900]);
+        assert_eq!(live(0), vec![300, 900]);
+        assert_eq!(live(1), vec![900]);
+        assert_eq!(live(2), vec![100, 900]);
+        assert_eq!(live(4), vec![900]);
+        assert_eq!(live(5), vec![200, 900]);
+        assert_eq!(live(7), vec![1000, 900]);
+        assert_eq!(live(100), vec![1000, 900]);
+        assert_eq!(r.pre_trace().count(), 2);
+    }
+
+    #[test]
+    fn live_bytes_match_the_stats_timeline() {
+        let s = sample();
+        let r = replay_device(&s, 0);
+        let st = device_stats(&s, 0);
+        assert_eq!(r.live_bytes_at(-1) as i64, st.timeline_baseline_bytes);
+        assert_eq!(
+            r.live_bytes_at(st.timeline_peak_event) as i64,
+            st.timeline_peak_bytes
+        );
+        // The peak is 1900 after the last alloc (event 7).
+        assert_eq!(st.timeline_peak_event, 7);
+        assert_eq!(st.timeline_peak_bytes, 1900);
+    }
+
+    #[test]
+    fn alloc_over_an_open_address_keeps_the_first_open() {
+        let s = snap(
+            r#"{"segments":[],"device_traces":[[
+                {"action":"alloc","addr":64,"size":10,"stream":0},
+                {"action":"alloc","addr":64,"size":20,"stream":0},
+                {"action":"free_completed","addr":64,"size":20,"stream":0}]]}"#,
+        );
+        let r = replay_device(&s, 0);
+        assert_eq!(r.realloc_without_free, 1);
+        assert_eq!(r.open_not_in_segments, 1);
+        assert_eq!(r.live_bytes_at(2), 10);
+        assert_eq!(r.allocations[0].free_event, None);
+        assert_eq!(r.allocations[1].free_event, Some(2));
+    }
+
+    /// Live bytes after each event, from the allocations' lifetimes (prefix sums).
+    fn live_series(r: &Replay) -> Vec<i128> {
+        let n = r.events as usize;
+        let mut delta = vec![0i128; n + 1];
+        for a in &r.allocations {
+            let size = i128::from(a.size_bytes);
+            delta[a.alloc_event.map_or(0, |e| e as usize + 1)] += size;
+            if let Some(f) = a.free_event {
+                delta[f as usize + 1] -= size;
+            }
+        }
+        let mut cur = 0i128;
+        delta
+            .iter()
+            .map(|d| {
+                cur += d;
+                cur
+            })
+            .collect()
+    }
+
+    /// On every real snapshot whose trace agrees with its final segments, the replay's live bytes
+    /// equal the stats timeline (baseline + running Σ alloc − free_completed) at every event.
+    #[test]
+    fn replay_matches_the_stats_timeline_on_real_snapshots() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/snapshots");
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            println!("SKIP: ../shared/snapshots not found");
+            return;
+        };
+        let mut files: Vec<_> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
+            .collect();
+        files.sort();
+        let (mut checked, mut skipped) = (0, 0);
+        for f in &files {
+            let bytes = std::fs::read(f).unwrap_or_default();
+            let Ok(s) = crate::load(&bytes) else {
+                panic!("{} does not load", f.display())
+            };
+            for d in s.devices() {
+                let r = replay_device(&s, d);
+                if r.open_not_in_segments > 0 {
+                    skipped += 1;
+                    continue;
+                }
+                let st = device_stats(&s, d);
+                let mut want = vec![i128::from(st.timeline_baseline_bytes)];
+                let mut cur = want[0];
+                for row in s.device_rows(d) {
+                    let size = i128::from(s.trace.size_bytes[row as usize]);
+                    match s.trace.action[row as usize] {
+                        Action::Alloc => cur += size,
+                        Action::FreeCompleted => cur -= size,
+                        _ => {}
+                    }
+                    want.push(cur);
+                }
+                assert_eq!(live_series(&r), want, "{} device {d}", f.display());
+                assert_eq!(
+                    r.live_bytes_at(st.timeline_peak_event) as i64,
+                    st.timeline_peak_bytes
+                );
+                checked += 1;
+            }
+        }
+        println!("replay = stats timeline on {checked} devices; {skipped} skipped (trace and segments disagree)");
+    }
+
+    #[test]
+    fn devices_are_replayed_separately() {
+        let s = snap(
+            r#"{"segments":[{"device":1,"address":0,"total_size":512,"stream":7,"blocks":[
+                  {"address":0,"size":512,"requested_size":500,"state":"active_pending_free"}]}],
+                "device_traces":[[{"action":"alloc","addr":0,"size":5,"stream":0}],[]]}"#,
+        );
+        let r0 = replay_device(&s, 0);
+        assert_eq!(r0.allocations.len(), 1);
+        // Device 0 has no segment holding the block its trace leaves open.
+        assert_eq!(r0.open_not_in_segments, 1);
+        assert_eq!(r0.live_bytes_at(0), 5);
+        let r1 = replay_device(&s, 1);
+        assert_eq!(r1.events, 0);
+        assert_eq!(r1.allocations.len(), 1);
+        assert_eq!(
+            (r1.allocations[0].origin, r1.allocations[0].stream),
+            (Origin::Untraced, 7)
+        );
+        assert_eq!(r1.live_bytes_at(-1), 500);
+        // A device with neither trace nor segments replays to nothing.
+        assert_eq!(
+            replay_device(&s, 5),
+            Replay {
+                device: 5,
+                ..Replay::default()
+            }
+        );
+    }
+}
