@@ -4,6 +4,7 @@
 //! columnar, immutable) → stats, layouts and diagnosis. Builds natively and for wasm32.
 
 pub mod error;
+pub mod fixture;
 pub mod flame;
 pub mod loader;
 pub mod model;

@@ -39,7 +39,8 @@ impl Loader {
         match &mut self.state {
             State::Start(head) => {
                 head.extend_from_slice(chunk);
-                if head.len() >= SNIFF_BYTES {
+                // Leading whitespace says nothing (JSON may start with it): wait for a real byte.
+                if head.len() >= SNIFF_BYTES && head.iter().any(|b| !b.is_ascii_whitespace()) {
                     let head = std::mem::take(head);
                     self.begin(head, false)?;
                 }

@@ -51,7 +51,7 @@ pub fn snapshot_stats(s: &Snapshot) -> SnapshotStats {
     for d in &devices {
         if d.timeline_baseline_bytes < 0 {
             warnings.push(format!(
-                "device {}: the trace frees {} bytes more than it allocates beyond what is still active (negative baseline)",
+                "device {}: the trace allocates, net, {} bytes more than the snapshot holds as active (negative baseline: allocations it records were freed or lost without a trace entry)",
                 d.device, -d.timeline_baseline_bytes
             ));
         }

@@ -302,7 +302,7 @@ impl PickleMachine {
                     s
                 } else {
                     if let Some(total) = self.total_len {
-                        if base + pos as u64 + n > total {
+                        if (base + pos as u64).saturating_add(n) > total {
                             if n > 8 {
                                 return Err(DecodeError::AbsurdLength { len: n, offset: base + $start as u64 });
                             }

@@ -1,0 +1,143 @@
+//! Bad input through every `memlens` command: exit status 2, nothing on stdout, and exactly one
+//! line on stderr, `memlens: <what is wrong>: <file>`, naming the problem with the file last.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("memlens-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    d
+}
+
+fn good_snapshot(dir: &Path) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/p4_snapshot.txt");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let bytes = memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.join("good.pickle");
+    std::fs::write(&out, bytes).unwrap_or_else(|e| panic!("{e}"));
+    out
+}
+
+/// (file name, contents, a fragment the one-line message must hold)
+fn bad_files(good: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let mut global = b"\x80\x04\x95\x12\x00\x00\x00\x00\x00\x00\x00".to_vec();
+    global.extend_from_slice(b"cos\nsystem\n\x8c\x02id\x85R.");
+    let mut huge = b"\x80\x05\x8d".to_vec();
+    huge.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    huge.extend_from_slice(b"x.");
+    vec![
+        ("empty.pickle", Vec::new(), "empty input"),
+        (
+            "truncated.pickle",
+            good.get(..good.len() / 2).unwrap_or_default().to_vec(),
+            "truncated",
+        ),
+        (
+            "global.pickle",
+            global,
+            "refused pickle opcode GLOBAL (0x63) at byte 11",
+        ),
+        ("huge_length.pickle", huge, "length 1099511627776 at byte 2"),
+        (
+            "unknown_opcode.pickle",
+            b"\x80\x04\xff.".to_vec(),
+            "unknown pickle opcode 0xff at byte 2",
+        ),
+        (
+            "protocol9.pickle",
+            b"\x80\x09N.".to_vec(),
+            "unsupported pickle protocol 9",
+        ),
+        (
+            "not_a_snapshot.json",
+            b"{\"hello\": 1}".to_vec(),
+            "not a memory snapshot",
+        ),
+        ("broken.json", b"{\"segments\": [".to_vec(), "invalid JSON"),
+        (
+            "plain.html",
+            b"<!DOCTYPE html><html><body>hi</body></html>".to_vec(),
+            "no `local_files`",
+        ),
+        (
+            "snapshot.pickle.gz",
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00".to_vec(),
+            "gzip",
+        ),
+        (
+            "an int.pickle",
+            b"\x80\x04K\x07.".to_vec(),
+            "top-level value is an int",
+        ),
+    ]
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_memlens"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running memlens: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn check(args: &[&str], file: &str, fragment: &str) {
+    let (code, stdout, stderr) = run(args);
+    let shown = format!("memlens {}", args.join(" "));
+    assert_eq!(code, 2, "{shown}: exit status (stderr: {stderr})");
+    assert!(stdout.is_empty(), "{shown}: printed to stdout: {stdout}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{shown}: want one line on stderr, got {stderr:?}"
+    );
+    let line = lines.first().copied().unwrap_or_default();
+    assert!(line.starts_with("memlens: "), "{shown}: {line}");
+    assert!(
+        line.ends_with(&format!(": {file}")),
+        "{shown}: the file must come last: {line}"
+    );
+    assert!(
+        line.contains(fragment),
+        "{shown}: want {fragment:?} in {line}"
+    );
+}
+
+#[test]
+fn every_command_reports_bad_input_in_one_line_and_exits_2() {
+    let dir = scratch_dir();
+    let good = good_snapshot(&dir);
+    let good_s = good.to_string_lossy().into_owned();
+    let good_bytes = std::fs::read(&good).unwrap_or_default();
+    let svg = dir.join("out.svg").to_string_lossy().into_owned();
+    for (name, bytes, fragment) in bad_files(&good_bytes) {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let f = path.to_string_lossy().into_owned();
+        check(&["stats", &f], &f, fragment);
+        check(&["stats", "--json", &f], &f, fragment);
+        check(&["trace", &f], &f, fragment);
+        check(&["segments", &f, "-o", &svg], &f, fragment);
+        check(&["memory", &f, "-o", &svg], &f, fragment);
+        check(&["compare", &f, &good_s, "-o", &svg], &f, fragment);
+        check(&["compare", &good_s, &f, "-o", &svg], &f, fragment);
+    }
+    let missing = dir
+        .join("no such file.pickle")
+        .to_string_lossy()
+        .into_owned();
+    check(&["stats", &missing], &missing, "cannot read file");
+    assert!(
+        !Path::new(&svg).exists(),
+        "no SVG may be written for bad input"
+    );
+    // and the good file is fine, so the failures above are about the input
+    let (code, _, stderr) = run(&["stats", &good_s]);
+    assert_eq!(code, 0, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,65 @@
+//! Fuzzes the decoder: arbitrary bytes through `memlens_core::load` (sniffing, pickle, JSON, HTML,
+//! then the model) and the streaming paths (`PickleMachine::feed` with chunk sizes taken from the
+//! input, and `Loader`), which must agree with the whole-buffer decode. Never panics, never hangs.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use memlens_core::raw::{PickleMachine, Progress};
+use memlens_core::Loader;
+
+/// Feeds `body` to a fresh machine in chunks of `chunk` bytes, as a reader would.
+fn feed_in_chunks(body: &[u8], chunk: usize) -> Result<bool, memlens_core::DecodeError> {
+    let mut m = PickleMachine::default();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut pos = 0usize;
+    loop {
+        let n = chunk.min(body.len() - pos);
+        pending.extend_from_slice(&body[pos..pos + n]);
+        pos += n;
+        let eof = pos == body.len();
+        match m.feed(&pending, eof)? {
+            Progress::Done(_) => return Ok(m.result().is_some()),
+            Progress::NeedMore(used) => {
+                pending.drain(..used.min(pending.len()));
+                if eof {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let whole = memlens_core::load(data);
+    if let Ok(s) = &whole {
+        // the stats walk every table the model built
+        let _ = memlens_core::snapshot_stats(s);
+    }
+    let Some((&first, body)) = data.split_first() else {
+        return;
+    };
+    let chunk = usize::from(first % 61) + 1;
+
+    let all_at_once = PickleMachine::decode_all(body);
+    let streamed = feed_in_chunks(body, chunk);
+    assert_eq!(
+        all_at_once.is_ok(),
+        matches!(streamed, Ok(true)),
+        "feed({chunk}) disagrees with decode_all"
+    );
+
+    let mut l = Loader::new(None);
+    let mut pushed = Ok(());
+    for c in data.chunks(chunk) {
+        pushed = l.push(c);
+        if pushed.is_err() {
+            break;
+        }
+    }
+    let loaded = pushed.and_then(|()| l.finish());
+    assert_eq!(
+        whole.is_ok(),
+        loaded.is_ok(),
+        "Loader({chunk}) disagrees with load"
+    );
+});
