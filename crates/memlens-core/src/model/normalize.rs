@@ -9,117 +9,8 @@
 
 use super::*;
 use crate::error::DecodeError;
-use crate::raw::value::{Arena, Node, NodeId, RowExtra, TraceRows, NO_NODE};
+use crate::raw::value::{Arena, Node, RowExtra, TraceRows};
 use rustc_hash::FxHashMap;
-
-/// Frame and stack interning with caches keyed by raw node, so memo-shared lists cost one lookup.
-struct Interner {
-    frames: Vec<Frame>,
-    frame_index: FxHashMap<Frame, FrameId>,
-    frame_by_node: FxHashMap<u32, FrameId>,
-    stacks: StackTable,
-    stack_index: FxHashMap<Box<[FrameId]>, StackId>,
-    /// Stack of a frames-list node, plus one (0: not seen yet); dense, as node ids are.
-    stack_by_node: Vec<u32>,
-    scratch: Vec<FrameId>,
-}
-
-impl Interner {
-    fn new() -> Self {
-        let mut stack_index = FxHashMap::default();
-        stack_index.insert(Box::<[FrameId]>::from([]), StackId::EMPTY);
-        Interner {
-            frames: Vec::new(),
-            frame_index: FxHashMap::default(),
-            frame_by_node: FxHashMap::default(),
-            stacks: StackTable::default(),
-            stack_index,
-            stack_by_node: Vec::new(),
-            scratch: Vec::new(),
-        }
-    }
-
-    fn frame(&mut self, a: &Arena, v: Val) -> Option<FrameId> {
-        let Val::Node(NodeId(n)) = v else { return None };
-        if let Some(&f) = self.frame_by_node.get(&n) {
-            return Some(f);
-        }
-        let items = a.dict_items(v)?;
-        let mut fr = Frame { filename: StrId::EMPTY, line: 0, name: StrId::EMPTY };
-        let k_filename = a.strings.lookup("filename");
-        let k_line = a.strings.lookup("line");
-        let k_name = a.strings.lookup("name");
-        for &(k, x) in items {
-            let Val::Str(k) = k else { continue };
-            if Some(k) == k_filename {
-                if let Val::Str(s) = x {
-                    fr.filename = s;
-                }
-            } else if Some(k) == k_line {
-                fr.line = a.as_i64(x).unwrap_or(0);
-            } else if Some(k) == k_name {
-                if let Val::Str(s) = x {
-                    fr.name = s;
-                }
-            }
-        }
-        let id = match self.frame_index.get(&fr) {
-            Some(&id) => id,
-            None => {
-                let id = FrameId(self.frames.len() as u32);
-                self.frames.push(fr);
-                self.frame_index.insert(fr, id);
-                id
-            }
-        };
-        self.frame_by_node.insert(n, id);
-        Some(id)
-    }
-
-    /// Stack of a `frames` list node (`NO_NODE` or a non-list: the empty stack).
-    fn stack(&mut self, a: &Arena, node: u32) -> StackId {
-        if node == NO_NODE {
-            return StackId::EMPTY;
-        }
-        if let Some(&s) = self.stack_by_node.get(node as usize) {
-            if s != 0 {
-                return StackId(s - 1);
-            }
-        }
-        let v = Val::Node(NodeId(node));
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        if let Some(items) = a.seq(v) {
-            for item in items {
-                if let Some(f) = self.frame(a, item) {
-                    scratch.push(f);
-                }
-            }
-        }
-        let id = match self.stack_index.get(scratch.as_slice()) {
-            Some(&id) => id,
-            None => {
-                let id = self.stacks.push(&scratch);
-                self.stack_index.insert(scratch.clone().into_boxed_slice(), id);
-                id
-            }
-        };
-        self.scratch = scratch;
-        let i = node as usize;
-        if i >= self.stack_by_node.len() {
-            self.stack_by_node.resize(i + 1, 0);
-        }
-        self.stack_by_node[i] = id.0 + 1;
-        id
-    }
-
-    fn stack_of_val(&mut self, a: &Arena, v: Option<Val>) -> StackId {
-        match v {
-            Some(Val::Node(NodeId(n))) => self.stack(a, n),
-            _ => StackId::EMPTY,
-        }
-    }
-}
 
 fn pair(a: &Arena, v: Option<Val>) -> (i64, i64) {
     let Some(v) = v else { return (0, 0) };
@@ -177,6 +68,8 @@ fn to_json_inner(a: &Arena, v: Val, depth: usize, budget: &mut usize) -> serde_j
             },
             Some(Node::Bytes(b)) => J::String(format!("<{} bytes>", b.len())),
             Some(Node::Row(_)) => J::String("<trace entry>".into()),
+            Some(Node::Stack(_)) => J::String("<frames>".into()),
+            Some(Node::Frame(_)) => J::String("<frame>".into()),
             None => J::Null,
         },
     }
@@ -226,7 +119,6 @@ fn row_list(a: &Arena, v: Val, what: &str, warnings: &mut Vec<String>) -> RowLis
 /// Turns decoded values into a [`Snapshot`].
 pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot, DecodeError> {
     let mut warnings = Vec::new();
-    let mut it = Interner::new();
 
     let (segments_val, traces_val, segments_only) = if a.is_dict(top) {
         let s = a.get(top, "segments");
@@ -291,7 +183,8 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
             let segment_type = a.get(s, "segment_type").and_then(|v| if let Val::Str(x) = v { Some(x) } else { None }).unwrap_or(StrId::EMPTY);
             let pool_id = pair(&a, a.get(s, "segment_pool_id"));
             let is_expandable = matches!(a.get(s, "is_expandable"), Some(Val::Bool(true)) | Some(Val::Int(1)));
-            let stack = it.stack_of_val(&a, a.get(s, "frames"));
+            let seg_frames = a.get(s, "frames");
+            let stack = seg_frames.map(|f| a.intern_stack(f)).unwrap_or(StackId::EMPTY);
             let b0 = blocks.len() as u32;
             let mut cursor = address;
             let mut sum = 0u64;
@@ -317,7 +210,7 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
                         _ => BlockState::Unknown,
                     };
                     let frames = a.get(b, "frames").or_else(|| history_first.and_then(|h| a.get(h, "frames")));
-                    let stack = it.stack_of_val(&a, frames);
+                    let stack = frames.map(|f| a.intern_stack(f)).unwrap_or(StackId::EMPTY);
                     blocks.push(Block { address: baddr, size_bytes: size, requested_size_bytes: requested, state, stack, legacy });
                     cursor = baddr.wrapping_add(size);
                     sum = sum.wrapping_add(size);
@@ -399,13 +292,13 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
     let trace;
     let mut host_trace = TraceColumns::default();
     if identity && used == total_rows && host_len == 0 {
-        trace = columns_from_rows(&a, rows, &mut it, &mut warnings);
+        trace = columns_from_rows(&a, rows);
     } else {
         let order: Vec<u32> = lists.iter().flat_map(|(_, l)| list_iter(l)).collect();
-        trace = gather(&a, &rows, &order, &mut it);
+        trace = gather(&a, &rows, &order);
         if let Some(h) = &host_list {
             let order: Vec<u32> = list_iter(h).collect();
-            host_trace = gather(&a, &rows, &order, &mut it);
+            host_trace = gather(&a, &rows, &order);
         }
     }
 
@@ -432,7 +325,8 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         (settings, host, ann)
     };
 
-    let Interner { frames, stacks, .. } = it;
+    let interner = std::mem::take(&mut a.stack_interner);
+    let (frames, stacks) = (interner.frames, interner.stacks);
     let mut snap = Snapshot {
         strings: std::mem::take(&mut a.strings),
         frames,
@@ -478,7 +372,7 @@ fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
 }
 
 /// Adopts the decoder's columns as they are (rows already in device order).
-fn columns_from_rows(a: &Arena, rows: TraceRows, it: &mut Interner, _w: &mut Vec<String>) -> TraceColumns {
+fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
     let action: Vec<Action> = {
         let mut cache: FxHashMap<StrId, Action> = FxHashMap::default();
         rows.action
@@ -486,7 +380,6 @@ fn columns_from_rows(a: &Arena, rows: TraceRows, it: &mut Interner, _w: &mut Vec
             .map(|s| *cache.entry(*s).or_insert_with(|| Action::from_name(a.strings.get(*s))))
             .collect()
     };
-    let stack: Vec<StackId> = rows.frames.iter().map(|&n| it.stack(a, n)).collect();
     let mut extras: Vec<(u32, EntryExtra)> = rows.extras.iter().filter_map(|(r, e)| convert_extra(a, e).map(|x| (*r, x))).collect();
     extras.sort_by_key(|(r, _)| *r);
     TraceColumns {
@@ -496,7 +389,7 @@ fn columns_from_rows(a: &Arena, rows: TraceRows, it: &mut Interner, _w: &mut Vec
         size_bytes: rows.size_bytes,
         stream: rows.stream,
         time_us: rows.time_us,
-        stack,
+        stack: rows.stack,
         compile_context: rows.compile_context,
         user_metadata: rows.user_metadata,
         extras,
@@ -504,7 +397,7 @@ fn columns_from_rows(a: &Arena, rows: TraceRows, it: &mut Interner, _w: &mut Vec
 }
 
 /// Copies the rows in `order` into new columns.
-fn gather(a: &Arena, rows: &TraceRows, order: &[u32], it: &mut Interner) -> TraceColumns {
+fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
     let mut c = TraceColumns::default();
     let mut pos_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     for (i, &r) in order.iter().enumerate() {
@@ -519,7 +412,7 @@ fn gather(a: &Arena, rows: &TraceRows, order: &[u32], it: &mut Interner) -> Trac
         c.size_bytes.push(rows.size_bytes[r]);
         c.stream.push(rows.stream[r]);
         c.time_us.push(rows.time_us[r]);
-        c.stack.push(it.stack(a, rows.frames[r]));
+        c.stack.push(rows.stack[r]);
         c.compile_context.push(rows.compile_context[r]);
         c.user_metadata.push(rows.user_metadata[r]);
         pos_of.entry(r as u32).or_default().push(i as u32);

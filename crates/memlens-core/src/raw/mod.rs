@@ -2,6 +2,7 @@
 //! protocol, JSON, `_memory_viz` HTML), never from a file name.
 
 pub mod html;
+pub mod intern;
 pub mod json;
 pub mod pickle;
 pub mod strings;

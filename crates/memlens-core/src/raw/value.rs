@@ -41,6 +41,10 @@ pub enum Node {
     RowRange { start: u32, end: u32 },
     /// A dict that became trace row `RowId` (see module doc).
     Row(RowId),
+    /// A `frames` list, interned (see `raw::intern`).
+    Stack(crate::model::StackId),
+    /// A frame dict, interned.
+    Frame(crate::model::FrameId),
 }
 
 /// Keys the fast path recognises, interned before decoding starts.
@@ -59,6 +63,9 @@ pub struct Keys {
     pub pool_id: StrId,
     pub forward_frames: StrId,
     pub category: StrId,
+    pub filename: StrId,
+    pub line: StrId,
+    pub name: StrId,
 }
 
 const KEY_ACTION: u32 = 1;
@@ -92,14 +99,15 @@ impl Keys {
             pool_id: s.intern("pool_id"),
             forward_frames: s.intern("forward_frames"),
             category: s.intern("category"),
+            filename: s.intern("filename"),
+            line: s.intern("line"),
+            name: s.intern("name"),
         }
     }
 }
 
 /// `time_us` of an entry that has none (torch ≤ 2.0).
 pub const TIME_NONE: i64 = i64::MIN;
-/// `frames` of an entry that has none.
-pub const NO_NODE: u32 = u32::MAX;
 
 /// Rarely present trace-entry fields, stored sparsely.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,8 +127,8 @@ pub struct TraceRows {
     pub size_bytes: Vec<u64>,
     pub stream: Vec<u64>,
     pub time_us: Vec<i64>,
-    /// Node of the `frames` list, or [`NO_NODE`].
-    pub frames: Vec<u32>,
+    /// Stack of the entry's `frames` (interned as it is read).
+    pub stack: Vec<crate::model::StackId>,
     pub compile_context: Vec<StrId>,
     pub user_metadata: Vec<StrId>,
     /// (row, field), in row order unless a row was updated after creation.
@@ -143,7 +151,7 @@ impl TraceRows {
         self.size_bytes.reserve(n);
         self.stream.reserve(n);
         self.time_us.reserve(n);
-        self.frames.reserve(n);
+        self.stack.reserve(n);
         self.compile_context.reserve(n);
         self.user_metadata.reserve(n);
     }
@@ -155,7 +163,7 @@ impl TraceRows {
         self.size_bytes.push(0);
         self.stream.push(0);
         self.time_us.push(TIME_NONE);
-        self.frames.push(NO_NODE);
+        self.stack.push(crate::model::StackId::EMPTY);
         self.compile_context.push(StrId::EMPTY);
         self.user_metadata.push(StrId::EMPTY);
         r
@@ -169,13 +177,23 @@ pub struct Arena {
     pub strings: StringTable,
     pub rows: TraceRows,
     pub keys: Keys,
+    pub(crate) frame_keys: super::intern::FrameKeys,
+    pub stack_interner: super::intern::StackInterner,
 }
 
 impl Default for Arena {
     fn default() -> Self {
         let mut strings = StringTable::default();
         let keys = Keys::new(&mut strings);
-        Arena { nodes: Vec::new(), strings, rows: TraceRows::default(), keys }
+        let frame_keys = super::intern::FrameKeys { filename: keys.filename, line: keys.line, name: keys.name };
+        Arena {
+            nodes: Vec::new(),
+            strings,
+            rows: TraceRows::default(),
+            keys,
+            frame_keys,
+            stack_interner: Default::default(),
+        }
     }
 }
 
@@ -291,10 +309,8 @@ impl Arena {
                     }
                 }
                 KEY_FRAMES => {
-                    self.rows.frames[ri] = match v {
-                        Val::Node(NodeId(n)) => n,
-                        _ => NO_NODE,
-                    }
+                    let sid = self.intern_stack(v);
+                    self.rows.stack[ri] = sid;
                 }
                 KEY_COMPILE_CONTEXT => self.rows.compile_context[ri] = self.str_field(v),
                 KEY_USER_METADATA => self.rows.user_metadata[ri] = self.str_field(v),

@@ -1,0 +1,118 @@
+//! Frame and stack interning while decoding. A `frames` list is turned into a [`StackId`] the
+//! moment a trace entry refers to it, and its node then holds only that id: a real snapshot
+//! writes a fresh frames list for about a third of its entries (py_symbolize shares frame dicts,
+//! not always the lists), and keeping those lists as values would cost ~700 bytes per entry.
+//! Memo-shared lists and frame dicts are looked up by node, so sharing costs one lookup.
+
+use super::strings::StrId;
+use super::value::{Arena, Node, NodeId, Val};
+use crate::model::{Frame, FrameId, StackId, StackTable};
+use rustc_hash::FxHashMap;
+
+/// The interned frames and stacks of one document.
+#[derive(Debug, Clone)]
+pub struct StackInterner {
+    pub frames: Vec<Frame>,
+    frame_index: FxHashMap<Frame, FrameId>,
+    pub stacks: StackTable,
+    stack_index: FxHashMap<Box<[FrameId]>, StackId>,
+    scratch: Vec<FrameId>,
+}
+
+impl Default for StackInterner {
+    fn default() -> Self {
+        let mut stack_index = FxHashMap::default();
+        stack_index.insert(Box::<[FrameId]>::from([]), StackId::EMPTY);
+        StackInterner {
+            frames: Vec::new(),
+            frame_index: FxHashMap::default(),
+            stacks: StackTable::default(),
+            stack_index,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// Field ids of a frame dict (interned with the other known keys).
+#[derive(Debug, Clone, Copy)]
+pub struct FrameKeys {
+    pub filename: StrId,
+    pub line: StrId,
+    pub name: StrId,
+}
+
+impl Arena {
+    /// The frame a frame dict describes; the dict's node then holds only the id.
+    fn intern_frame(&mut self, v: Val) -> Option<FrameId> {
+        let Val::Node(NodeId(n)) = v else { return None };
+        let node = self.nodes.get(n as usize)?;
+        let items = match node {
+            Node::Frame(f) => return Some(*f),
+            Node::Dict(items) => items,
+            _ => return None,
+        };
+        let k = self.frame_keys;
+        let mut fr = Frame { filename: StrId::EMPTY, line: 0, name: StrId::EMPTY };
+        for &(key, x) in items {
+            let Val::Str(key) = key else { continue };
+            if key == k.filename {
+                if let Val::Str(s) = x {
+                    fr.filename = s;
+                }
+            } else if key == k.line {
+                fr.line = self.as_i64(x).unwrap_or(0);
+            } else if key == k.name {
+                if let Val::Str(s) = x {
+                    fr.name = s;
+                }
+            }
+        }
+        let st = &mut self.stack_interner;
+        let id = match st.frame_index.get(&fr) {
+            Some(&id) => id,
+            None => {
+                let id = FrameId(st.frames.len() as u32);
+                st.frames.push(fr);
+                st.frame_index.insert(fr, id);
+                id
+            }
+        };
+        if let Some(slot) = self.nodes.get_mut(n as usize) {
+            *slot = Node::Frame(id);
+        }
+        Some(id)
+    }
+
+    /// The stack a `frames` value describes (anything but a list of frame dicts: the empty
+    /// stack). A list node is replaced by its stack id, so its items are freed.
+    pub fn intern_stack(&mut self, v: Val) -> StackId {
+        let Val::Node(NodeId(n)) = v else { return StackId::EMPTY };
+        let items: Vec<Val> = match self.nodes.get_mut(n as usize) {
+            Some(Node::Stack(s)) => return *s,
+            Some(Node::List(items)) => std::mem::take(items),
+            Some(Node::Tuple(items)) => items.to_vec(),
+            _ => return StackId::EMPTY,
+        };
+        let mut scratch = std::mem::take(&mut self.stack_interner.scratch);
+        scratch.clear();
+        for item in items {
+            if let Some(f) = self.intern_frame(item) {
+                scratch.push(f);
+            }
+        }
+        let st = &mut self.stack_interner;
+        let id = match st.stack_index.get(scratch.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = st.stacks.push(&scratch);
+                st.stack_index.insert(scratch.clone().into_boxed_slice(), id);
+                id
+            }
+        };
+        st.scratch = scratch;
+        if let Some(slot) = self.nodes.get_mut(n as usize) {
+            *slot = Node::Stack(id);
+        }
+        id
+    }
+}
