@@ -29,6 +29,6 @@ if [ "${1:-}" != "--no-browser" ]; then
   fi
   if [ -f tests/browser/package.json ] && [ ! -d tests/browser/node_modules/playwright-core ]; then
     log "installing browser test packages"
-    (cd tests/browser && npm install --no-audit --no-fund --silent)
+    (cd tests/browser && npm ci --no-audit --no-fund --silent)
   fi
 fi

@@ -17,5 +17,5 @@ cargo build -q -p memlens-core --target wasm32-unknown-unknown
 if [ -f Trunk.toml ] && [ -d tests/browser ]; then
   echo "== viewer build and browser tests"
   trunk build --release --offline
-  (cd tests/browser && node --test)
+  (cd tests/browser && node --test --test-concurrency=1)
 fi

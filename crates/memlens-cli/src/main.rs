@@ -5,6 +5,7 @@ mod flamegraph;
 mod fmt;
 mod load;
 mod stats;
+mod synth;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,8 @@ enum Cmd {
     Memory(flamegraph::FlameArgs),
     /// Segments only in one of two snapshots, and live bytes per stack at each timeline peak.
     Compare(flamegraph::CompareArgs),
+    /// Write a snapshot pickle from a simulated CUDA caching allocator (any size, seeded).
+    Synth(synth::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Cmd::Segments(a) => flamegraph::run(flamegraph::Kind::Segments, a),
         Cmd::Memory(a) => flamegraph::run(flamegraph::Kind::Memory, a),
         Cmd::Compare(a) => flamegraph::run_compare(a),
+        Cmd::Synth(a) => synth::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

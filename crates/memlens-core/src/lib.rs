@@ -6,6 +6,7 @@
 pub mod error;
 pub mod fixture;
 pub mod flame;
+pub mod layout;
 pub mod loader;
 pub mod model;
 pub mod raw;

@@ -1,0 +1,17 @@
+//! Stage 3, layout: pure geometry in data space (x = trace event, y = bytes) for the viewer's
+//! timelines, with level of detail and hit testing, drawn through the [`paint::Painter`] seam.
+//! No pixels are stored and nothing here knows about canvases; tests use
+//! [`paint::RecordingPainter`].
+
+pub mod axis;
+pub mod context;
+pub mod paint;
+pub mod render;
+pub mod timeline;
+
+pub use paint::{Painter, RecordingPainter, Style};
+pub use render::{render_overview, render_timeline, RenderOptions, RenderStats, Viewport};
+pub use timeline::{Elements, Marker, MarkerKind, Origin, Region, TimelineKind, TimelineLayout};
+
+#[cfg(test)]
+mod tests;

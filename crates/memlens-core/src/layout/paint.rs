@@ -1,0 +1,69 @@
+//! The painter seam: layouts emit batches of pixel rectangles per style, a canvas painter in
+//! `web/` draws them, and [`RecordingPainter`] records them so tests can check what would be
+//! drawn without a browser.
+
+/// How a batch of rectangles is drawn. The web painter maps each to a colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Style {
+    /// An allocation band, coloured by palette index (0..10, upstream's tableau10 order).
+    Band(u8),
+    /// A band of memory allocated before the trace (drawn paler, with the same palette).
+    BandBeforeTrace(u8),
+    /// Bands thinner than a pixel, merged.
+    Thin,
+    /// Outline of the pinned element.
+    Selected,
+    /// Outline of elements matching a search.
+    Match,
+    /// Live-total area of the overview (minimap).
+    Overview,
+    /// Shaded `external_annotations` region.
+    Region,
+    /// Vertical marker lines.
+    MarkerOom,
+    MarkerSnapshot,
+    MarkerAnnotate,
+}
+
+/// Number of palette colours bands cycle through.
+pub const PALETTE_LEN: u8 = 10;
+
+/// Something that draws rectangles, given as packed `[x, y, w, h]` quads in CSS pixels.
+pub trait Painter {
+    fn rects(&mut self, style: Style, xywh: &[f32]);
+}
+
+/// Records every batch (for tests).
+#[derive(Debug, Default, Clone)]
+pub struct RecordingPainter {
+    pub batches: Vec<(Style, Vec<[f32; 4]>)>,
+}
+
+impl Painter for RecordingPainter {
+    fn rects(&mut self, style: Style, xywh: &[f32]) {
+        let quads = xywh
+            .chunks_exact(4)
+            .map(|c| [c[0], c[1], c[2], c[3]])
+            .collect();
+        self.batches.push((style, quads));
+    }
+}
+
+impl RecordingPainter {
+    /// All rectangles drawn with `style`.
+    pub fn of(&self, style: Style) -> Vec<[f32; 4]> {
+        self.batches
+            .iter()
+            .filter(|(s, _)| *s == style)
+            .flat_map(|(_, r)| r.iter().copied())
+            .collect()
+    }
+    /// Total number of rectangles (the draw cost).
+    pub fn count(&self) -> usize {
+        self.batches.iter().map(|(_, r)| r.len()).sum()
+    }
+    /// Number of `rects` calls.
+    pub fn calls(&self) -> usize {
+        self.batches.len()
+    }
+}

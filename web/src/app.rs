@@ -1,0 +1,363 @@
+//! The page: toolbar (file, view, device, open, example), error banner, summary strip, the
+//! current view and the stack panel. Side effects live here: the worker bridge, drag-and-drop,
+//! `?src=`, and keeping the URL hash and the state in step.
+
+use crate::bridge::{now_ms, Bridge};
+use crate::panels::{EmptyState, LoadProgress, SettingsView, StackPanel, SummaryStrip, Warnings};
+use crate::state::{Action, AppState, FileStatus, HashState, View};
+use crate::timeline::TimelineView;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{DragEvent, Event, HtmlInputElement, HtmlSelectElement, MouseEvent};
+use yew::prelude::*;
+
+/// The built-in example, copied next to `index.html` by Trunk.
+const EXAMPLE_URL: &str = "example.pickle";
+
+fn location_hash() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .unwrap_or_default()
+}
+
+/// `?src=<url>` of the page, if any.
+fn src_param() -> Option<String> {
+    let search = web_sys::window()?.location().search().ok()?;
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok()?;
+    params.get("src").filter(|s| !s.is_empty())
+}
+
+fn open_files(bridge: &Bridge, files: Option<web_sys::FileList>) {
+    let Some(files) = files else { return };
+    for i in 0..files.length() {
+        if let Some(f) = files.get(i) {
+            bridge.open_file(f);
+        }
+    }
+}
+
+fn select_value(e: &Event) -> Option<String> {
+    e.target()
+        .and_then(|t| t.dyn_into::<HtmlSelectElement>().ok())
+        .map(|s| s.value())
+}
+
+#[function_component(App)]
+pub fn app() -> Html {
+    let state = use_reducer(AppState::default);
+    let bridge = {
+        let d = state.dispatcher();
+        use_state(move || Bridge::new(d).map(Rc::new))
+    };
+    let bridge: Option<Rc<Bridge>> = (*bridge).as_ref().ok().cloned();
+    let bridge_error = use_state(|| None::<String>);
+
+    // Once: restore the hash, open `?src=`, and listen for drops and hash changes.
+    {
+        let (state, bridge) = (state.clone(), bridge.clone());
+        use_effect_with((), move |_| {
+            let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
+            let h = HashState::parse(&location_hash());
+            if !h.is_empty() {
+                state.dispatch(Action::ApplyHash(h));
+            }
+            if let (Some(b), Some(src)) = (&bridge, src_param()) {
+                let name = src.rsplit('/').next().unwrap_or(&src).to_string();
+                b.open_url(&src, &name);
+            }
+            if let Some(w) = web_sys::window() {
+                let d = state.dispatcher();
+                let onhash = Closure::<dyn FnMut()>::new(move || {
+                    d.dispatch(Action::ApplyHash(HashState::parse(&location_hash())))
+                });
+                let _ = w.add_event_listener_with_callback(
+                    "hashchange",
+                    onhash.as_ref().unchecked_ref(),
+                );
+                let ondragover =
+                    Closure::<dyn FnMut(DragEvent)>::new(|e: DragEvent| e.prevent_default());
+                let _ = w.add_event_listener_with_callback(
+                    "dragover",
+                    ondragover.as_ref().unchecked_ref(),
+                );
+                let b = bridge.clone();
+                let ondrop = Closure::<dyn FnMut(DragEvent)>::new(move |e: DragEvent| {
+                    e.prevent_default();
+                    if let Some(b) = &b {
+                        open_files(b, e.data_transfer().and_then(|dt| dt.files()));
+                    }
+                });
+                let _ = w.add_event_listener_with_callback("drop", ondrop.as_ref().unchecked_ref());
+                cleanup.push(Box::new(move || {
+                    let _ = w.remove_event_listener_with_callback(
+                        "hashchange",
+                        onhash.as_ref().unchecked_ref(),
+                    );
+                    let _ = w.remove_event_listener_with_callback(
+                        "dragover",
+                        ondragover.as_ref().unchecked_ref(),
+                    );
+                    let _ = w.remove_event_listener_with_callback(
+                        "drop",
+                        ondrop.as_ref().unchecked_ref(),
+                    );
+                }));
+            }
+            move || cleanup.into_iter().for_each(|f| f())
+        });
+    }
+    if bridge.is_none() && bridge_error.is_none() {
+        bridge_error.set(Some("the decoding worker could not start".into()));
+    }
+
+    // Ask the worker for what the view needs.
+    let key = state.layout_key();
+    let have_layout = state.current_layout().is_some();
+    {
+        let bridge = bridge.clone();
+        use_effect_with((key, have_layout), move |(key, have)| {
+            if let (Some(b), Some(k), false) = (&bridge, key, *have) {
+                b.request_layout(*k);
+            }
+        });
+    }
+    let want_context = state.selected.map(|s| (s, state.full_stack));
+    let have_context = state.context.as_ref().map(|(k, e, f, _)| (*k, *e, *f));
+    {
+        let bridge = bridge.clone();
+        use_effect_with(
+            (key, want_context, have_context),
+            move |(key, want, have)| {
+                if let (Some(b), Some(k), Some((e, full))) = (&bridge, key, want) {
+                    if *have != Some((*k, *e, *full)) {
+                        b.request_context(*k, *e, *full);
+                    }
+                }
+            },
+        );
+    }
+    // Mirror the view in the URL hash (replaceState: no history entry, no hashchange).
+    {
+        let h = state.hash();
+        use_effect_with(h, move |h| {
+            if !h.is_empty() {
+                let s = h.format();
+                if s != location_hash() {
+                    if let Some(hist) = web_sys::window().and_then(|w| w.history().ok()) {
+                        let _ = hist.replace_state_with_url(&JsValue::NULL, "", Some(&s));
+                    }
+                }
+            }
+        });
+    }
+
+    let on_file_input = {
+        let bridge = bridge.clone();
+        Callback::from(move |e: Event| {
+            let Some(input) = e
+                .target()
+                .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+            else {
+                return;
+            };
+            if let Some(b) = &bridge {
+                open_files(b, input.files());
+            }
+            input.set_value("");
+        })
+    };
+    let on_example = {
+        let bridge = bridge.clone();
+        Callback::from(move |_| {
+            if let Some(b) = &bridge {
+                b.open_url(EXAMPLE_URL, EXAMPLE_URL);
+            }
+        })
+    };
+    let on_select_file = {
+        let s = state.clone();
+        Callback::from(move |e: Event| {
+            if let Some(id) = select_value(&e).and_then(|v| v.parse().ok()) {
+                s.dispatch(Action::SelectFile(id));
+            }
+        })
+    };
+    let on_select_view = {
+        let s = state.clone();
+        Callback::from(move |e: Event| {
+            if let Some(v) = select_value(&e).and_then(|v| View::from_key(&v)) {
+                s.dispatch(Action::SelectView(v));
+            }
+        })
+    };
+    let on_select_device = {
+        let s = state.clone();
+        Callback::from(move |e: Event| {
+            if let Some(d) = select_value(&e).and_then(|v| v.parse().ok()) {
+                s.dispatch(Action::SelectDevice(d));
+            }
+        })
+    };
+    let on_window = {
+        let s = state.clone();
+        Callback::from(move |w: Option<(f64, f64)>| match w {
+            Some((a, b)) => s.dispatch(Action::SetWindow(a, b)),
+            None => s.dispatch(Action::ResetWindow),
+        })
+    };
+    let on_pin = {
+        let s = state.clone();
+        Callback::from(move |e: Option<u32>| s.dispatch(Action::Pin(e)))
+    };
+    let on_painted = {
+        let s = state.clone();
+        Callback::from(move |_| {
+            if let Some(f) = s.current_file() {
+                if f.first_paint_ms.is_none() && s.current_layout().is_some() {
+                    let ms = now_ms() - f.opened_ms;
+                    web_sys::console::log_1(
+                        &format!(
+                            "memlens: {} first painted {ms:.0} ms after it was chosen",
+                            f.name
+                        )
+                        .into(),
+                    );
+                    s.dispatch(Action::FirstPaint { id: f.id, ms });
+                }
+            }
+        })
+    };
+    let dismiss = {
+        let s = state.clone();
+        Callback::from(move |_| s.dispatch(Action::DismissError))
+    };
+
+    let view = state.view();
+    let info = state.current_info().cloned();
+    let device = state
+        .device
+        .or(info.as_ref().and_then(|i| i.default_device));
+    let summary = info
+        .as_ref()
+        .and_then(|i| i.devices.iter().find(|d| Some(d.device) == device).cloned());
+    let first_paint = state
+        .current_file()
+        .and_then(|f| f.first_paint_ms)
+        .map(|ms| format!("{ms:.1}"));
+
+    let body = match state.current_file() {
+        None => html! { <EmptyState on_example={on_example.clone()} /> },
+        Some(f) => match &f.status {
+            FileStatus::Loading { done, total } => {
+                let (b, id) = (bridge.clone(), f.id);
+                let on_cancel = Callback::from(move |_| {
+                    if let Some(b) = &b {
+                        b.cancel(id)
+                    }
+                });
+                html! { <LoadProgress name={f.name.clone()} done={*done} total={*total} {on_cancel} /> }
+            }
+            FileStatus::Ready(info) => {
+                let content = match (view, view.kind()) {
+                    (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
+                    (View::State, _) => html! {
+                        <p class="note" data-testid="state-view">{ "Allocator State History is not in this build yet. The Active Memory Timeline and the Active Cached Segment Timeline are." }</p>
+                    },
+                    (_, Some(kind)) => match state.current_layout() {
+                        Some(l) => {
+                            let l = l.clone();
+                            let warn = l.0.warnings.join("; ");
+                            let ctx = state
+                                .context
+                                .as_ref()
+                                .filter(|(k, e, _, _)| {
+                                    Some(*k) == key && Some(*e) == state.selected
+                                })
+                                .and_then(|c| c.3.clone());
+                            let s2 = state.clone();
+                            let s3 = state.clone();
+                            html! {
+                                <div class="view-body">
+                                    if view == View::Allocated {
+                                        <p class="note">{ "Private-pool envelopes (upstream's gray bars) are not drawn yet: this view currently shows the same allocations as the Active Memory Timeline." }</p>
+                                    }
+                                    <div class="plot-and-stack">
+                                        <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
+                                            on_window={on_window.clone()} on_pin={on_pin.clone()} on_painted={on_painted.clone()} />
+                                        <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack}
+                                            on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}
+                                            on_unpin={Callback::from(move |_| s3.dispatch(Action::Pin(None)))} />
+                                    </div>
+                                    if !warn.is_empty() { <p class="muted small">{ warn }</p> }
+                                </div>
+                            }
+                        }
+                        None => html! { <p class="muted">{ "Laying out…" }</p> },
+                    },
+                    _ => html! {},
+                };
+                html! {
+                    <>
+                        <Warnings info={info.clone()} />
+                        { content }
+                    </>
+                }
+            }
+        },
+    };
+
+    let error = state.error.clone().or((*bridge_error).clone());
+    html! {
+        <div id="memlens" class="app" data-state={if bridge.is_none() { "error" } else { state.page_state() }}
+            data-first-paint-ms={first_paint} data-file={state.current_file().map(|f| f.name.clone())}>
+            <header class="toolbar">
+                <span class="brand">{ "memlens" }</span>
+                if state.files.len() > 1 {
+                    <label>{ "File " }
+                        <select data-testid="file-select" onchange={on_select_file}>
+                            { for state.files.iter().map(|f| html! {
+                                <option value={f.id.to_string()} selected={Some(f.id) == state.current}>{ &f.name }</option>
+                            }) }
+                        </select>
+                    </label>
+                }
+                <label>{ "View " }
+                    <select data-testid="view-select" onchange={on_select_view}>
+                        { for View::ALL.iter().map(|v| html! {
+                            <option value={v.key()} selected={*v == view}>{ v.title() }</option>
+                        }) }
+                    </select>
+                </label>
+                if let Some(info) = &info {
+                    <label>{ "Device " }
+                        <select data-testid="device-select" onchange={on_select_device}>
+                            { for info.devices.iter().map(|d| html! {
+                                <option value={d.device.to_string()} selected={Some(d.device) == device}>
+                                    { format!("cuda:{} ({} trace entries)", d.device, d.trace_entries) }
+                                </option>
+                            }) }
+                        </select>
+                    </label>
+                }
+                <label class="button">{ "Open snapshot…" }
+                    <input type="file" multiple=true class="hidden-input" data-testid="file-input" onchange={on_file_input} />
+                </label>
+                <button onclick={on_example.reform(|_: MouseEvent| ())} data-testid="example-button">{ "Example" }</button>
+                if let Some(i) = &info {
+                    <span class="muted small">{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
+                }
+            </header>
+            if let Some(e) = error {
+                <div class="banner-error" role="alert" data-testid="error">
+                    <span>{ format!("Could not open: {e}") }</span>
+                    <button class="link" onclick={dismiss}>{ "dismiss" }</button>
+                </div>
+            }
+            if let Some(s) = summary {
+                <SummaryStrip summary={s} />
+            }
+            <main class="content">{ body }</main>
+        </div>
+    }
+}

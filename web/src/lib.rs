@@ -1,0 +1,13 @@
+//! memlens-web: the viewer. Two wasm entry points share this crate: `memlens-app` (the Yew page,
+//! main thread) and `memlens-worker` (decoding and layout, in a Web Worker). Components only see
+//! the protocol's summaries and `memlens_core::layout` geometry, never pickle or raw values.
+
+pub mod app;
+pub mod bridge;
+pub mod canvas;
+pub mod panels;
+pub mod protocol;
+pub mod state;
+pub mod timeline;
+pub mod wire;
+pub mod worker;

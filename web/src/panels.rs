@@ -1,0 +1,195 @@
+//! Small presentational pieces: the summary strip, the stack panel, the allocator settings,
+//! load progress and the empty state. They format what they are given and nothing else.
+
+use crate::protocol::{FileInfo, Summary};
+use memlens_core::layout::axis::format_bytes;
+use memlens_core::layout::context::{ElementContext, NO_FRAMES_REASON};
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct SummaryProps {
+    pub summary: Summary,
+}
+
+fn human(key: &str) -> &'static str {
+    match key {
+        "reserved_bytes" => "Reserved",
+        "allocated_bytes" => "Allocated",
+        "active_bytes" => "Active",
+        "inactive_split_bytes" => "Inactive split",
+        "largest_free_block_bytes" => "Largest free block",
+        "timeline_peak_bytes" => "Timeline peak",
+        "peak_reserved_bytes" => "Peak reserved",
+        "trace_entries" => "Trace entries",
+        _ => "",
+    }
+}
+
+#[function_component(SummaryStrip)]
+pub fn summary_strip(p: &SummaryProps) -> Html {
+    let s = &p.summary;
+    html! {
+        <div class="summary" data-testid="summary" data-device={s.device.to_string()}>
+            { for s.metrics().into_iter().map(|(key, v, bytes)| {
+                let text = if bytes { format_bytes(v as f64) } else { v.to_string() };
+                html! {
+                    <div class="metric" data-metric={key} data-value={v.to_string()} title={format!("{v}")}>
+                        <span class="metric-name">{ human(key) }</span>
+                        <span class="metric-value">{ text }</span>
+                    </div>
+                }
+            }) }
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct StackProps {
+    pub selected: Option<u32>,
+    pub context: Option<ElementContext>,
+    pub loading: bool,
+    pub full: bool,
+    pub on_toggle_full: Callback<()>,
+    pub on_unpin: Callback<()>,
+}
+
+fn time_text(us: Option<i64>) -> Option<String> {
+    let us = us?;
+    let d = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(us as f64 / 1000.0));
+    Some(d.to_iso_string().as_string().unwrap_or_default())
+}
+
+#[function_component(StackPanel)]
+pub fn stack_panel(p: &StackProps) -> Html {
+    let toggle = {
+        let cb = p.on_toggle_full.clone();
+        Callback::from(move |_| cb.emit(()))
+    };
+    let unpin = {
+        let cb = p.on_unpin.clone();
+        Callback::from(move |_| cb.emit(()))
+    };
+    let body = match (&p.selected, &p.context) {
+        (None, _) => {
+            html! { <p class="muted">{ "Click a band to pin it and see where it was allocated." }</p> }
+        }
+        (Some(_), None) if p.loading => html! { <p class="muted">{ "Loading stack…" }</p> },
+        (Some(_), None) => html! { <p class="muted">{ "No details for this element." }</p> },
+        (Some(_), Some(c)) => {
+            let times = match (time_text(c.alloc_time_us), time_text(c.free_time_us)) {
+                (Some(a), Some(b)) => format!("{a} → {b}"),
+                (Some(a), None) => format!("{a} →"),
+                (None, Some(b)) => format!("→ {b}"),
+                (None, None) => String::new(),
+            };
+            html! {
+                <>
+                    <div class="ctx-head">
+                        <b>{ &c.label }</b>{ " " }{ format_bytes(c.size_bytes as f64) }{ format!(" ({} bytes)", c.size_bytes) }
+                        { format!(", stream {}", c.stream) }
+                    </div>
+                    <div class="ctx-line">{ format!("alive {}", c.alive) }</div>
+                    if !times.is_empty() { <div class="ctx-line muted">{ times }</div> }
+                    { for c.notes.iter().map(|n| html! { <div class="ctx-note">{ n }</div> }) }
+                    if c.frames.is_empty() {
+                        <p class="ctx-note">{ NO_FRAMES_REASON }</p>
+                    } else {
+                        <pre class="frames" data-testid="frames">{ c.frames.join("\n") }</pre>
+                    }
+                    if c.hidden_frames > 0 {
+                        <div class="muted">{ format!("{} interpreter/dispatcher frame{} hidden (tick “full stack” to see {})", c.hidden_frames, if c.hidden_frames == 1 { "" } else { "s" }, if c.hidden_frames == 1 { "it" } else { "them" }) }</div>
+                    }
+                    if !c.forward_frames.is_empty() {
+                        <div class="ctx-line">{ "=== Forward Pass Stack Trace (where this tensor was created) ===" }</div>
+                        <pre class="frames">{ c.forward_frames.join("") }</pre>
+                    }
+                </>
+            }
+        }
+    };
+    html! {
+        <aside class="stack-panel" data-testid="stack-panel">
+            <div class="panel-head">
+                <span>{ "Stack" }</span>
+                <label class="toggle"><input type="checkbox" checked={p.full} onchange={toggle} />{ " full stack" }</label>
+                if p.selected.is_some() { <button class="link" onclick={unpin}>{ "unpin" }</button> }
+            </div>
+            { body }
+        </aside>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct InfoProps {
+    pub info: std::rc::Rc<FileInfo>,
+}
+
+#[function_component(SettingsView)]
+pub fn settings_view(p: &InfoProps) -> Html {
+    match &p.info.allocator_settings {
+        Some(s) => html! { <pre class="settings" data-testid="settings">{ s }</pre> },
+        None => {
+            html! { <p class="muted" data-testid="settings">{ "No allocator settings found." }</p> }
+        }
+    }
+}
+
+#[function_component(Warnings)]
+pub fn warnings(p: &InfoProps) -> Html {
+    let w = &p.info.warnings;
+    if w.is_empty() {
+        return html! {};
+    }
+    html! {
+        <details class="warnings">
+            <summary>{ format!("{} warning{} about this file", w.len(), if w.len() == 1 { "" } else { "s" }) }</summary>
+            <ul>{ for w.iter().map(|x| html! { <li>{ x }</li> }) }</ul>
+        </details>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ProgressProps {
+    pub name: String,
+    pub done: f64,
+    pub total: f64,
+    pub on_cancel: Callback<()>,
+}
+
+#[function_component(LoadProgress)]
+pub fn load_progress(p: &ProgressProps) -> Html {
+    let cancel = {
+        let cb = p.on_cancel.clone();
+        Callback::from(move |_| cb.emit(()))
+    };
+    let total = if p.total > 0.0 { p.total } else { 1.0 };
+    html! {
+        <div class="progress" data-testid="progress">
+            <div>{ format!("Decoding {} …", p.name) }</div>
+            <progress max={total.to_string()} value={p.done.to_string()} />
+            <div class="muted">{ format!("{} of {} processed", format_bytes(p.done), format_bytes(p.total)) }</div>
+            <button onclick={cancel} data-testid="cancel">{ "Cancel" }</button>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct EmptyProps {
+    pub on_example: Callback<()>,
+}
+
+#[function_component(EmptyState)]
+pub fn empty_state(p: &EmptyProps) -> Html {
+    let example = {
+        let cb = p.on_example.clone();
+        Callback::from(move |_| cb.emit(()))
+    };
+    html! {
+        <div class="empty" data-testid="empty">
+            <h2>{ "Drop a PyTorch memory snapshot anywhere on this page" }</h2>
+            <p>{ "or choose one with “Open snapshot…” above (pickle of any protocol, JSON, or an HTML file written by torch.cuda._memory_viz)." }</p>
+            <p><button class="primary" onclick={example} data-testid="open-example">{ "Open the built-in example" }</button></p>
+            <p class="privacy">{ "Nothing leaves this machine: the file is read and decoded inside this browser tab, and this page loads nothing from any other site." }</p>
+        </div>
+    }
+}

@@ -1,0 +1,473 @@
+//! The page's one state and its reducer: open files, the selected file/device/view, the visible
+//! window, the pinned allocation, layouts received from the worker, and the URL hash that
+//! mirrors the view (`#file=..&device=..&view=..&x0=..&x1=..`).
+
+use crate::protocol::FileInfo;
+use memlens_core::layout::context::ElementContext;
+use memlens_core::layout::{TimelineKind, TimelineLayout};
+use std::collections::HashMap;
+use std::rc::Rc;
+use yew::Reducible;
+
+/// The views, with upstream's names so users find their way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    Timeline,
+    Allocated,
+    State,
+    Segments,
+    Settings,
+}
+
+impl View {
+    /// In upstream's menu order.
+    pub const ALL: [View; 5] = [
+        View::Timeline,
+        View::Allocated,
+        View::State,
+        View::Segments,
+        View::Settings,
+    ];
+
+    /// The URL hash value.
+    pub fn key(self) -> &'static str {
+        match self {
+            View::Timeline => "timeline",
+            View::Allocated => "allocated",
+            View::State => "state",
+            View::Segments => "segments",
+            View::Settings => "settings",
+        }
+    }
+    pub fn from_key(s: &str) -> Option<View> {
+        View::ALL.into_iter().find(|v| v.key() == s)
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Timeline => "Active Memory Timeline",
+            View::Allocated => "Allocated Memory (incl. Private Pools)",
+            View::State => "Allocator State History",
+            View::Segments => "Active Cached Segment Timeline",
+            View::Settings => "Allocator Settings",
+        }
+    }
+    /// Which stacked layout the view draws, if any.
+    pub fn kind(self) -> Option<TimelineKind> {
+        match self {
+            View::Timeline | View::Allocated => Some(TimelineKind::Active),
+            View::Segments => Some(TimelineKind::Segments),
+            View::State | View::Settings => None,
+        }
+    }
+}
+
+/// View state as the URL hash holds it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HashState {
+    pub file: Option<String>,
+    pub device: Option<u32>,
+    pub view: Option<View>,
+    pub x0: Option<f64>,
+    pub x1: Option<f64>,
+}
+
+fn decode_component(s: &str) -> String {
+    js_sys::decode_uri_component(s)
+        .ok()
+        .and_then(|v| v.as_string())
+        .unwrap_or_else(|| s.to_string())
+}
+
+fn encode_component(s: &str) -> String {
+    js_sys::encode_uri_component(s)
+        .as_string()
+        .unwrap_or_default()
+}
+
+impl HashState {
+    /// Parses `#file=a.pickle&device=0&view=timeline&x0=10&x1=200` (unknown keys ignored).
+    pub fn parse(hash: &str) -> HashState {
+        let mut h = HashState::default();
+        for kv in hash.trim_start_matches('#').split('&') {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match k {
+                "file" if !v.is_empty() => h.file = Some(decode_component(v)),
+                "device" => h.device = v.parse().ok(),
+                "view" => h.view = View::from_key(v),
+                "x0" => h.x0 = v.parse().ok().filter(|x: &f64| x.is_finite()),
+                "x1" => h.x1 = v.parse().ok().filter(|x: &f64| x.is_finite()),
+                _ => {}
+            }
+        }
+        h
+    }
+
+    pub fn format(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(f) = &self.file {
+            parts.push(format!("file={}", encode_component(f)));
+        }
+        if let Some(d) = self.device {
+            parts.push(format!("device={d}"));
+        }
+        if let Some(v) = self.view {
+            parts.push(format!("view={}", v.key()));
+        }
+        if let (Some(a), Some(b)) = (self.x0, self.x1) {
+            parts.push(format!("x0={}&x1={}", round2(a), round2(b)));
+        }
+        format!("#{}", parts.join("&"))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == HashState::default()
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileStatus {
+    Loading { done: f64, total: f64 },
+    Ready(Rc<FileInfo>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileEntry {
+    pub id: u32,
+    pub name: String,
+    pub status: FileStatus,
+    /// `performance.now()` when the user chose the file.
+    pub opened_ms: f64,
+    /// Milliseconds from choosing the file to its first painted timeline.
+    pub first_paint_ms: Option<f64>,
+}
+
+/// Identifies a layout: (file id, device, kind).
+pub type LayoutKey = (u32, u32, TimelineKind);
+
+/// A layout shared with the canvas; compared by identity.
+#[derive(Debug, Clone)]
+pub struct SharedLayout(pub Rc<TimelineLayout>);
+
+impl PartialEq for SharedLayout {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppState {
+    pub files: Vec<FileEntry>,
+    pub current: Option<u32>,
+    pub device: Option<u32>,
+    pub view: Option<View>,
+    pub window: Option<(f64, f64)>,
+    pub selected: Option<u32>,
+    pub full_stack: bool,
+    pub error: Option<String>,
+    pub layouts: HashMap<LayoutKey, SharedLayout>,
+    /// Stack panel contents for (layout, element, full).
+    pub context: Option<(LayoutKey, u32, bool, Option<ElementContext>)>,
+    /// Hash state naming a file that is not open yet.
+    pub pending_hash: Option<HashState>,
+}
+
+pub enum Action {
+    /// `size_bytes`: 0 when not known yet (a URL).
+    Opened {
+        id: u32,
+        name: String,
+        at_ms: f64,
+        size_bytes: f64,
+    },
+    Progress {
+        id: u32,
+        done: f64,
+        total: f64,
+    },
+    Loaded {
+        id: u32,
+        info: FileInfo,
+    },
+    Failed {
+        id: u32,
+        message: String,
+    },
+    Cancelled {
+        id: u32,
+    },
+    Layout {
+        key: LayoutKey,
+        layout: Rc<TimelineLayout>,
+    },
+    Context {
+        key: LayoutKey,
+        elem: u32,
+        full: bool,
+        ctx: Option<ElementContext>,
+    },
+    FirstPaint {
+        id: u32,
+        ms: f64,
+    },
+    SelectFile(u32),
+    SelectDevice(u32),
+    SelectView(View),
+    SetWindow(f64, f64),
+    ResetWindow,
+    Pin(Option<u32>),
+    ToggleFullStack,
+    DismissError,
+    ApplyHash(HashState),
+}
+
+impl AppState {
+    pub fn view(&self) -> View {
+        self.view.unwrap_or(View::Timeline)
+    }
+
+    pub fn file(&self, id: u32) -> Option<&FileEntry> {
+        self.files.iter().find(|f| f.id == id)
+    }
+
+    pub fn current_file(&self) -> Option<&FileEntry> {
+        self.current.and_then(|id| self.file(id))
+    }
+
+    pub fn current_info(&self) -> Option<&Rc<FileInfo>> {
+        match &self.current_file()?.status {
+            FileStatus::Ready(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The layout the current view draws, if it has arrived.
+    pub fn layout_key(&self) -> Option<LayoutKey> {
+        let info = self.current_info()?;
+        let device = self.device.or(info.default_device)?;
+        Some((self.current?, device, self.view().kind()?))
+    }
+
+    pub fn current_layout(&self) -> Option<&SharedLayout> {
+        self.layouts.get(&self.layout_key()?)
+    }
+
+    /// `empty | loading | ready | error` for the root's `data-state`.
+    pub fn page_state(&self) -> &'static str {
+        match self.current_file().map(|f| &f.status) {
+            Some(FileStatus::Ready(_)) => "ready",
+            Some(FileStatus::Loading { .. }) => "loading",
+            None if self.error.is_some() => "error",
+            None => "empty",
+        }
+    }
+
+    /// The hash that describes what is shown.
+    pub fn hash(&self) -> HashState {
+        let Some(f) = self.current_file() else {
+            return HashState::default();
+        };
+        if !matches!(f.status, FileStatus::Ready(_)) {
+            return HashState::default();
+        }
+        HashState {
+            file: Some(f.name.clone()),
+            device: self.device,
+            view: Some(self.view()),
+            x0: self.window.map(|w| w.0),
+            x1: self.window.map(|w| w.1),
+        }
+    }
+
+    fn last_ready(&self) -> Option<u32> {
+        self.files
+            .iter()
+            .rev()
+            .find(|f| matches!(f.status, FileStatus::Ready(_)))
+            .map(|f| f.id)
+    }
+
+    fn reset_view_of_file(&mut self) {
+        self.window = None;
+        self.selected = None;
+        self.context = None;
+        self.device = self.current_info().and_then(|i| i.default_device);
+    }
+
+    /// Applies a hash: switch to the named file if it is open (else remember it), then device,
+    /// view and window.
+    fn apply_hash(&mut self, h: HashState) {
+        if let Some(name) = &h.file {
+            let found = self
+                .files
+                .iter()
+                .find(|f| &f.name == name && matches!(f.status, FileStatus::Ready(_)))
+                .map(|f| f.id);
+            match found {
+                Some(id) if Some(id) != self.current => {
+                    self.current = Some(id);
+                    self.reset_view_of_file();
+                }
+                Some(_) => {}
+                None => {
+                    self.pending_hash = Some(h);
+                    return;
+                }
+            }
+        }
+        if let Some(d) = h.device {
+            if self
+                .current_info()
+                .is_some_and(|i| i.devices.iter().any(|x| x.device == d))
+                && self.device != Some(d)
+            {
+                self.device = Some(d);
+                self.selected = None;
+                self.context = None;
+            }
+        }
+        if let Some(v) = h.view {
+            self.view = Some(v);
+        }
+        self.window = match (h.x0, h.x1) {
+            (Some(a), Some(b)) if b > a => Some((a, b)),
+            _ => None,
+        };
+        self.pending_hash = None;
+    }
+}
+
+impl Reducible for AppState {
+    type Action = Action;
+
+    fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
+        let mut s = (*self).clone();
+        match action {
+            Action::Opened {
+                id,
+                name,
+                at_ms,
+                size_bytes,
+            } => {
+                s.files.push(FileEntry {
+                    id,
+                    name,
+                    status: FileStatus::Loading {
+                        done: 0.0,
+                        total: size_bytes,
+                    },
+                    opened_ms: at_ms,
+                    first_paint_ms: None,
+                });
+                s.current = Some(id);
+                s.error = None;
+                s.selected = None;
+                s.context = None;
+            }
+            Action::Progress { id, done, total } => {
+                if let Some(f) = s.files.iter_mut().find(|f| f.id == id) {
+                    if matches!(f.status, FileStatus::Loading { .. }) {
+                        f.status = FileStatus::Loading { done, total };
+                    }
+                }
+            }
+            Action::Loaded { id, info } => {
+                let Some(f) = s.files.iter_mut().find(|f| f.id == id) else {
+                    return self;
+                };
+                f.status = FileStatus::Ready(Rc::new(info));
+                let name = f.name.clone();
+                if s.current == Some(id) {
+                    s.reset_view_of_file();
+                }
+                if let Some(h) = s.pending_hash.clone() {
+                    if h.file.as_deref().is_none_or(|n| n == name) {
+                        s.apply_hash(h);
+                    }
+                }
+            }
+            Action::Failed { id, message } => {
+                let name = s.file(id).map(|f| f.name.clone()).unwrap_or_default();
+                s.files.retain(|f| f.id != id);
+                s.error = Some(format!("{message}: {name}"));
+                if s.current == Some(id) {
+                    s.current = s.last_ready();
+                    s.reset_view_of_file();
+                }
+            }
+            Action::Cancelled { id } => {
+                s.files.retain(|f| f.id != id);
+                s.layouts.retain(|k, _| k.0 != id);
+                if s.current == Some(id) {
+                    s.current = s.last_ready();
+                    s.reset_view_of_file();
+                }
+            }
+            Action::Layout { key, layout } => {
+                s.layouts.insert(key, SharedLayout(layout));
+            }
+            Action::Context {
+                key,
+                elem,
+                full,
+                ctx,
+            } => {
+                if s.layout_key() == Some(key) && s.selected == Some(elem) {
+                    s.context = Some((key, elem, full, ctx));
+                }
+            }
+            Action::FirstPaint { id, ms } => {
+                if let Some(f) = s.files.iter_mut().find(|f| f.id == id) {
+                    if f.first_paint_ms.is_some() {
+                        return self;
+                    }
+                    f.first_paint_ms = Some(ms);
+                }
+            }
+            Action::SelectFile(id) => {
+                if s.current != Some(id) {
+                    s.current = Some(id);
+                    s.reset_view_of_file();
+                }
+            }
+            Action::SelectDevice(d) => {
+                s.device = Some(d);
+                s.window = None;
+                s.selected = None;
+                s.context = None;
+            }
+            Action::SelectView(v) => {
+                if s.view() != v {
+                    s.view = Some(v);
+                    s.window = None;
+                    s.selected = None;
+                    s.context = None;
+                }
+            }
+            Action::SetWindow(a, b) => {
+                if b > a && a.is_finite() && b.is_finite() {
+                    s.window = Some((a, b));
+                }
+            }
+            Action::ResetWindow => s.window = None,
+            Action::Pin(e) => {
+                s.selected = e;
+                s.context = None;
+            }
+            Action::ToggleFullStack => {
+                s.full_stack = !s.full_stack;
+                s.context = None;
+            }
+            Action::DismissError => s.error = None,
+            Action::ApplyHash(h) => {
+                if h != s.hash() {
+                    s.apply_hash(h);
+                }
+            }
+        }
+        Rc::new(s)
+    }
+}

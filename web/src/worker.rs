@@ -1,0 +1,328 @@
+//! The decoding worker: reads a file in chunks into `memlens_core::Loader` (the resumable pickle
+//! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
+//! stats, layout columns and stack text on request. The page never sees pickle or raw values.
+
+use crate::protocol::{FileInfo, FromWorker, LayoutMeta, Summary, ToWorker};
+use crate::wire;
+use js_sys::{Array, Uint8Array};
+use memlens_core::layout::context::element_context;
+use memlens_core::layout::{TimelineKind, TimelineLayout};
+use memlens_core::{Loader, Snapshot};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent, Response, WorkerGlobalScope};
+
+/// Bytes read and decoded between two progress messages (and two chances to cancel).
+const CHUNK_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+
+struct Ready {
+    snap: Snapshot,
+    layouts: HashMap<(u32, TimelineKind), TimelineLayout>,
+}
+
+#[derive(Default)]
+struct State {
+    files: HashMap<u32, Ready>,
+    cancelled: HashSet<u32>,
+}
+
+type Shared = Rc<RefCell<State>>;
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn now_ms() -> f64 {
+    js_sys::global()
+        .unchecked_into::<WorkerGlobalScope>()
+        .performance()
+        .map(|p| p.now())
+        .unwrap_or(0.0)
+}
+
+fn post(msg: &FromWorker, extra: &[(&str, JsValue)], transfer: Option<&Array>) {
+    let m = wire::message(msg, extra);
+    let r = match transfer {
+        Some(t) => scope().post_message_with_transfer(&m, t),
+        None => scope().post_message(&m),
+    };
+    if let Err(e) = r {
+        web_sys::console::error_2(&"memlens worker: postMessage failed".into(), &e);
+    }
+}
+
+/// Installs the message handler and tells the page it is ready.
+pub fn start() {
+    let state: Shared = Rc::new(RefCell::new(State::default()));
+    let onmessage =
+        Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| handle(&state, ev.data()));
+    scope().set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    onmessage.forget();
+    post(&FromWorker::Ready, &[], None);
+}
+
+fn handle(state: &Shared, data: JsValue) {
+    let msg: ToWorker = match wire::header(&data) {
+        Ok(m) => m,
+        Err(e) => {
+            web_sys::console::error_1(&e.into());
+            return;
+        }
+    };
+    match msg {
+        ToWorker::Open { id, .. } => {
+            let file = wire::field(&data, "file");
+            let url = wire::field(&data, "url").as_string();
+            let st = state.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let t0 = now_ms();
+                let res = match (file.dyn_into::<Blob>(), url) {
+                    (Ok(blob), _) => read_blob(&st, id, &blob).await,
+                    (Err(_), Some(url)) => read_url(&st, id, &url).await,
+                    _ => Err("nothing to open".to_string()),
+                };
+                if st.borrow_mut().cancelled.remove(&id) {
+                    return;
+                }
+                match res {
+                    Ok((snap, bytes)) => loaded(&st, id, snap, bytes, now_ms() - t0),
+                    Err(message) => post(&FromWorker::Failed { id, message }, &[], None),
+                }
+            });
+        }
+        ToWorker::Cancel { id } => {
+            state.borrow_mut().cancelled.insert(id);
+        }
+        ToWorker::Close { id } => {
+            state.borrow_mut().files.remove(&id);
+        }
+        ToWorker::Layout { id, device, kind } => send_layout(state, id, device, kind),
+        ToWorker::Context {
+            id,
+            device,
+            kind,
+            elem,
+            full,
+        } => {
+            let mut st = state.borrow_mut();
+            let ctx = st.files.get_mut(&id).and_then(|f| {
+                layout_for(f, device, kind);
+                let l = f.layouts.get(&(device, kind))?;
+                element_context(&f.snap, device, l, kind, elem as usize, full)
+            });
+            drop(st);
+            post(
+                &FromWorker::Context {
+                    id,
+                    device,
+                    kind,
+                    elem,
+                    full,
+                    ctx,
+                },
+                &[],
+                None,
+            );
+        }
+    }
+}
+
+fn is_cancelled(st: &Shared, id: u32) -> bool {
+    st.borrow().cancelled.contains(&id)
+}
+
+async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64), String> {
+    let total = blob.size();
+    let mut loader = Loader::new(Some(total as u64));
+    let mut off = 0.0;
+    let mut buf: Vec<u8> = Vec::new();
+    while off < total {
+        if is_cancelled(st, id) {
+            return Err("cancelled".into());
+        }
+        let end = (off + CHUNK_BYTES).min(total);
+        let part = blob
+            .slice_with_f64_and_f64(off, end)
+            .map_err(|e| format!("cannot read the file: {e:?}"))?;
+        let ab = JsFuture::from(part.array_buffer())
+            .await
+            .map_err(|e| format!("cannot read the file: {e:?}"))?;
+        let arr = Uint8Array::new(&ab);
+        buf.resize(arr.length() as usize, 0);
+        arr.copy_to(&mut buf);
+        loader.push(&buf).map_err(|e| e.to_string())?;
+        off = end;
+        post(
+            &FromWorker::Progress {
+                id,
+                done: off,
+                total,
+            },
+            &[],
+            None,
+        );
+    }
+    Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
+}
+
+async fn read_url(st: &Shared, id: u32, url: &str) -> Result<(Snapshot, u64), String> {
+    let global: WorkerGlobalScope = js_sys::global().unchecked_into();
+    let resp = JsFuture::from(global.fetch_with_str(url))
+        .await
+        .map_err(|e| format!("cannot fetch: {e:?}"))?;
+    let resp: Response = resp
+        .dyn_into()
+        .map_err(|_| "cannot fetch: no response".to_string())?;
+    if !resp.ok() {
+        return Err(format!(
+            "cannot fetch: HTTP {} {}",
+            resp.status(),
+            resp.status_text()
+        ));
+    }
+    let ab = JsFuture::from(
+        resp.array_buffer()
+            .map_err(|e| format!("cannot fetch: {e:?}"))?,
+    )
+    .await
+    .map_err(|e| format!("cannot fetch: {e:?}"))?;
+    let arr = Uint8Array::new(&ab);
+    let total = arr.length() as f64;
+    let mut loader = Loader::new(Some(total as u64));
+    let mut off = 0u32;
+    let mut buf: Vec<u8> = Vec::new();
+    while off < arr.length() {
+        if is_cancelled(st, id) {
+            return Err("cancelled".into());
+        }
+        let end = (off as f64 + CHUNK_BYTES).min(total) as u32;
+        let part = arr.subarray(off, end);
+        buf.resize(part.length() as usize, 0);
+        part.copy_to(&mut buf);
+        loader.push(&buf).map_err(|e| e.to_string())?;
+        off = end;
+        post(
+            &FromWorker::Progress {
+                id,
+                done: off as f64,
+                total,
+            },
+            &[],
+            None,
+        );
+        // Let a cancel message in between chunks.
+        yield_now().await;
+    }
+    Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
+}
+
+/// Gives the event loop a turn (a zero-delay timeout), so a pending cancel is seen between chunks.
+async fn yield_now() {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = scope().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = JsFuture::from(p).await;
+}
+
+fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
+    let stats = memlens_core::snapshot_stats(&snap);
+    let devices: Vec<Summary> = stats
+        .devices
+        .iter()
+        .map(|d| Summary {
+            device: d.device,
+            reserved_bytes: d.reserved_bytes,
+            allocated_bytes: d.allocated_bytes,
+            active_bytes: d.active_bytes,
+            inactive_split_bytes: d.inactive_split_bytes,
+            largest_free_block_bytes: d.largest_free_block_bytes,
+            timeline_peak_bytes: d.timeline_peak_bytes,
+            peak_reserved_bytes: d.peak_reserved_bytes,
+            trace_entries: d.trace_entries,
+        })
+        .collect();
+    // Longest trace wins; the lowest device on a tie (upstream's default).
+    let default_device = devices
+        .iter()
+        .max_by(|a, b| {
+            a.trace_entries
+                .cmp(&b.trace_entries)
+                .then(b.device.cmp(&a.device))
+        })
+        .map(|d| d.device);
+    let info = FileInfo {
+        encoding: snap.encoding.map(|e| e.to_string()).unwrap_or_default(),
+        bytes,
+        devices,
+        default_device,
+        warnings: stats.warnings,
+        allocator_settings: snap
+            .allocator_settings
+            .as_ref()
+            .and_then(|v| serde_json::to_string_pretty(v).ok()),
+        decode_ms,
+    };
+    st.borrow_mut().files.insert(
+        id,
+        Ready {
+            snap,
+            layouts: HashMap::new(),
+        },
+    );
+    post(&FromWorker::Loaded { id, info }, &[], None);
+    // The first view needs this layout anyway: send it without waiting to be asked.
+    if let Some(d) = default_device {
+        send_layout(st, id, d, TimelineKind::Active);
+    }
+}
+
+fn layout_for(f: &mut Ready, device: u32, kind: TimelineKind) -> &TimelineLayout {
+    let snap = &f.snap;
+    f.layouts
+        .entry((device, kind))
+        .or_insert_with(|| TimelineLayout::build(snap, device, kind))
+}
+
+fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
+    let mut s = st.borrow_mut();
+    let Some(f) = s.files.get_mut(&id) else {
+        return;
+    };
+    // A layout shipped before kept only its elements: build it again to ship it again.
+    if f.layouts
+        .get(&(device, kind))
+        .is_some_and(|l| !l.has_geometry())
+    {
+        f.layouts.remove(&(device, kind));
+    }
+    let t0 = now_ms();
+    let l = layout_for(f, device, kind);
+    let build_ms = now_ms() - t0;
+    let meta = LayoutMeta {
+        n_events: l.n_events,
+        markers: l.markers.clone(),
+        regions: l.regions.clone(),
+        warnings: l.warnings.clone(),
+        build_ms,
+    };
+    let (arrays, transfer) = wire::layout_arrays(l);
+    // The page draws from its own copy; stack lookups here need only the element columns.
+    if let Some(l) = f.layouts.get_mut(&(device, kind)) {
+        l.strip_geometry();
+    }
+    drop(s);
+    post(
+        &FromWorker::Layout {
+            id,
+            device,
+            kind,
+            meta,
+        },
+        &arrays,
+        Some(&transfer),
+    );
+}
