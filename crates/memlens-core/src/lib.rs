@@ -11,6 +11,7 @@ pub mod loader;
 pub mod model;
 pub mod raw;
 pub mod replay;
+pub mod state;
 pub mod write;
 
 pub use error::DecodeError;

@@ -227,6 +227,14 @@ impl Arena {
     pub fn list_extend(&mut self, list: Val, items: &[Val]) -> Result<(), &'static str> {
         let Val::Node(NodeId(li)) = list else { return Err("APPEND to a value that is not a list") };
         let li = li as usize;
+        // A list that already holds something other than rows (frames lists, mostly) stays a
+        // plain list: no per-item row check. `normalize` still finds rows in it via `row_of`.
+        if let Some(Node::List(v)) = self.nodes.get_mut(li) {
+            if v.first().is_some_and(|f| !matches!(f, Val::Row(_))) {
+                v.extend_from_slice(items);
+                return Ok(());
+            }
+        }
         for &item in items {
             let row = self.row_of(item);
             let Some(node) = self.nodes.get_mut(li) else { return Err("APPEND to a missing list") };

@@ -1,0 +1,681 @@
+//! Building an [`AllocatorHistory`]: a pairing pre-pass, then one backward pass from the final
+//! segments that turns every trace entry into a reversible [`Ops`] record (deciding block sizes
+//! and merges once) and lays down the checkpoints. Kept apart from the seeking code because it
+//! is the only place that decides anything; seeks only replay what it recorded.
+
+use super::live::{Blk, RangeFlags, State, Watch, NO_EVENT};
+use super::{
+    AllocatorHistory, Checkpoint, Diagnostics, Issue, IssueKind, OpKind, Ops, SegmentKind,
+    SegmentMeta,
+};
+use crate::model::{Action, BlockState, EntryExtra, Snapshot, StackId};
+use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// torch's `kMinBlockSize`: every block is a multiple of it.
+pub(crate) const MIN_BLOCK_BYTES: u64 = 512;
+/// torch's `kSmallSize`: a large-pool block is split only if more than this is left over.
+const SMALL_SIZE_BYTES: u64 = 1 << 20;
+/// Fewest events between checkpoints (replaying this many costs microseconds).
+const MIN_STRIDE: usize = 32;
+/// Checkpoint memory allowed whatever the trace length.
+const MIN_CHECKPOINT_BUDGET_BYTES: u64 = 4 << 20;
+/// Bytes one trace entry takes in the model's columns (action, action name, addr, size, stream,
+/// time, stack, compile context, user metadata): the unit of the memory budget.
+const MODEL_BYTES_PER_EVENT: u64 = 1 + 4 + 8 + 8 + 8 + 8 + 4 + 4 + 4;
+/// Bytes of one block and one segment in a checkpoint.
+pub(crate) const CHECKPOINT_BLOCK_BYTES: u64 = 8 + std::mem::size_of::<Blk>() as u64;
+pub(crate) const CHECKPOINT_SEGMENT_BYTES: u64 = 8 + std::mem::size_of::<super::live::Seg>() as u64;
+/// At most this many issues are kept with their event (all are counted).
+const MAX_ISSUES: usize = 200;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// torch's `round_size` without `roundup_power2_divisions`: at least 512, a multiple of 512.
+pub(crate) fn round_size(requested: u64) -> u64 {
+    if requested < MIN_BLOCK_BYTES {
+        MIN_BLOCK_BYTES
+    } else {
+        requested
+            .div_ceil(MIN_BLOCK_BYTES)
+            .saturating_mul(MIN_BLOCK_BYTES)
+    }
+}
+
+/// The allocator settings that decide whether a free block is split.
+#[derive(Debug, Clone, Copy)]
+struct SplitRule {
+    /// `max_split_size` (torch: blocks at least this large are never split); `u64::MAX` if unset.
+    max_split_bytes: u64,
+    /// `expandable_segments` was on: every pool splits like the small pool.
+    expandable: bool,
+}
+
+impl SplitRule {
+    fn from_settings(s: &Snapshot) -> SplitRule {
+        let st = s.allocator_settings.as_ref();
+        let max_split_bytes = st
+            .and_then(|v| v.get("max_split_size"))
+            .and_then(|v| v.as_i64())
+            .filter(|&v| v > 0)
+            .map_or(u64::MAX, |v| v as u64);
+        let expandable = st
+            .and_then(|v| v.get("expandable_segments"))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        SplitRule {
+            max_split_bytes,
+            expandable,
+        }
+    }
+
+    /// torch's `should_split`: whether a free block with `remaining` bytes left over after a
+    /// `size`-byte allocation is split.
+    fn splits(&self, meta: &SegmentMeta, size: u64, remaining: u64) -> bool {
+        if meta.kind == SegmentKind::Small || meta.is_expandable || self.expandable {
+            remaining >= MIN_BLOCK_BYTES
+        } else {
+            size < self.max_split_bytes && remaining > SMALL_SIZE_BYTES
+        }
+    }
+}
+
+struct Builder<'a> {
+    ops: Ops,
+    /// (alloc event, free event, address, bytes) of blocks grown by an unsplit remainder.
+    patches: Vec<(u32, u32, u64, u64)>,
+    diag: Diagnostics,
+    rule: SplitRule,
+    /// Address → alloc event of the file's active blocks that the trace allocated.
+    final_alloc: FxHashMap<u64, u32>,
+    snap: &'a Snapshot,
+}
+
+impl Builder<'_> {
+    fn issue(&mut self, event: u32, kind: IssueKind) {
+        self.diag.count(kind);
+        if self.diag.issues.len() < MAX_ISSUES {
+            self.diag.issues.push(Issue { event, kind });
+        }
+    }
+}
+
+pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let rows = s.device_rows(device);
+    let t = &s.trace;
+    let range = rows.start as usize..rows.end as usize;
+    let col = |v: &[u64]| {
+        v.get(range.clone())
+            .map(<[u64]>::to_vec)
+            .unwrap_or_default()
+    };
+    let n = range.len();
+    let actions: Vec<Action> = t
+        .action
+        .get(range.clone())
+        .map(<[Action]>::to_vec)
+        .unwrap_or_default();
+    let stacks: Vec<StackId> = t
+        .stack
+        .get(range.clone())
+        .map(<[StackId]>::to_vec)
+        .unwrap_or_default();
+    let streams = col(&t.stream);
+    let mut ops = Ops {
+        kind: vec![OpKind::Noop; n],
+        flags: vec![0; n],
+        addr: col(&t.addr),
+        size: vec![0; n],
+        requested: col(&t.size_bytes),
+        stack: stacks.clone(),
+        link: vec![NO_EVENT; n],
+        meta: Vec::new(),
+    };
+    if actions.len() != n
+        || stacks.len() != n
+        || streams.len() != n
+        || ops.addr.len() != n
+        || ops.requested.len() != n
+    {
+        // The model's columns are parallel; anything else means no usable trace.
+        ops = Ops::empty();
+    }
+    let n = ops.kind.len();
+
+    // Pre-pass: pair each free_completed with its alloc (by address, in order) to know the
+    // allocation's stack, alloc event and whether a free_requested came first.
+    // Without any free_requested (`skip_actions`), blocks stay allocated until free_completed;
+    // with them, a free_completed whose request is not in the trace was requested before it.
+    let has_requests = actions.contains(&Action::FreeRequested);
+    let mut open: FxHashMap<u64, (u32, bool)> = FxHashMap::default();
+    let mut lone_request: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut open_segment: FxHashMap<u64, u32> = FxHashMap::default();
+    for i in 0..n {
+        let (Some(&a), Some(&addr)) = (actions.get(i), ops.addr.get(i)) else {
+            continue;
+        };
+        let ev = i as u32;
+        match a {
+            Action::Alloc => {
+                open.insert(addr, (ev, false));
+                lone_request.remove(&addr);
+            }
+            Action::FreeRequested => match open.get_mut(&addr) {
+                Some(o) => o.1 = true,
+                None => {
+                    lone_request.insert(addr, ev);
+                }
+            },
+            Action::FreeCompleted => {
+                let (link, pending, stack_from) = match open.remove(&addr) {
+                    Some((k, req)) => (k, req, Some(k)),
+                    None => {
+                        let req = lone_request.remove(&addr);
+                        let own_empty = stacks.get(i).is_none_or(|&st| st == StackId::EMPTY);
+                        (
+                            NO_EVENT,
+                            req.is_some() || has_requests,
+                            if own_empty { req } else { None },
+                        )
+                    }
+                };
+                set(&mut ops.link, i, link);
+                if pending {
+                    set(&mut ops.flags, i, Ops::PENDING);
+                }
+                if let Some(st) = stack_from.and_then(|k| stacks.get(k as usize)) {
+                    set(&mut ops.stack, i, *st);
+                }
+            }
+            Action::SegmentAlloc => {
+                open_segment.insert(addr, ev);
+            }
+            Action::SegmentFree => {
+                if let Some(k) = open_segment.remove(&addr) {
+                    if let Some(st) = stacks.get(k as usize) {
+                        set(&mut ops.stack, i, *st);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let final_alloc: FxHashMap<u64, u32> = open.into_iter().map(|(a, (k, _))| (a, k)).collect();
+
+    let mut b = Builder {
+        ops,
+        diag: Diagnostics::default(),
+        rule: SplitRule::from_settings(s),
+        final_alloc,
+        snap: s,
+        patches: Vec::new(),
+    };
+    let mut st = final_state(s, device, id, &b.final_alloc, &mut b.diag);
+
+    // Checkpoints: all of them together within 1.5× the model's trace columns minus the ops.
+    // The stride starts from the final state's size and doubles (dropping every other
+    // checkpoint) whenever the budget is exceeded.
+    let budget = (n as u64 * MODEL_BYTES_PER_EVENT * 3 / 2)
+        .saturating_sub(b.ops.bytes())
+        .max(MIN_CHECKPOINT_BUDGET_BYTES);
+    let last = Checkpoint::of(&st);
+    let guess = ((n as u64 + 1) * last.bytes().max(1)).div_ceil(budget) as usize;
+    let mut stride = guess.clamp(MIN_STRIDE, n.max(MIN_STRIDE));
+    let mut used = 0u64;
+    let mut checkpoints = Vec::new();
+
+    // Backward pass: undo events N-1 .. 0, recording what each did.
+    for i in (0..n).rev() {
+        let action = actions.get(i).copied().unwrap_or(Action::Unknown);
+        let stream = streams.get(i).copied().unwrap_or(0);
+        let row = rows.start.saturating_add(i as u32);
+        b.undo(&mut st, i, action, stream, row);
+        st.pos = i;
+        if i % stride == 0 {
+            let c = Checkpoint::of(&st);
+            used += c.bytes();
+            checkpoints.push(c);
+            while used > budget && stride < n {
+                stride = stride.saturating_mul(2);
+                checkpoints.retain(|c| c.pos % stride == 0);
+                used = checkpoints.iter().map(Checkpoint::bytes).sum();
+            }
+        }
+    }
+    if n == 0 {
+        checkpoints.push(last);
+    } else {
+        checkpoints.reverse();
+        checkpoints.push(last);
+    }
+    b.ops.meta.reverse();
+    // Blocks found to own their remainder when their alloc was undone: the checkpoints taken
+    // while they lived still have them at their rounded size.
+    for &(k, j, addr, tail) in &b.patches {
+        let from = checkpoints.partition_point(|c| c.pos <= k as usize);
+        for c in checkpoints
+            .iter_mut()
+            .skip(from)
+            .take_while(|c| c.pos <= j as usize)
+        {
+            c.grow_block(addr, tail);
+        }
+    }
+
+    let ooms = (0..n)
+        .filter(|&i| actions.get(i) == Some(&Action::Oom))
+        .map(|i| {
+            let row = rows.start.saturating_add(i as u32);
+            (
+                i as u32,
+                b.ops.requested.get(i).copied().unwrap_or(0),
+                t.device_free(row),
+            )
+        })
+        .collect();
+    let Builder { ops, diag, .. } = b;
+    AllocatorHistory {
+        id,
+        device,
+        events: n,
+        ops,
+        checkpoints,
+        stride,
+        ooms,
+        diag,
+    }
+}
+
+fn set<T>(v: &mut [T], i: usize, x: T) {
+    if let Some(slot) = v.get_mut(i) {
+        *slot = x;
+    }
+}
+
+/// The file's segments of `device` as a live state at the last position. Blocks that do not
+/// tile their segment are repaired (gaps become inactive, overlaps are dropped) and counted.
+fn final_state(
+    s: &Snapshot,
+    device: u32,
+    id: u64,
+    final_alloc: &FxHashMap<u64, u32>,
+    diag: &mut Diagnostics,
+) -> State {
+    let mut st = State::empty(id);
+    st.pos = s.device_rows(device).len();
+    for seg in s.segments.iter().filter(|g| g.device == device) {
+        let (addr, size) = (seg.address, seg.total_size_bytes);
+        if size == 0 || addr.checked_add(size).is_none() || st.overlaps_segment(addr, size) {
+            diag.file_fixups += 1;
+            continue;
+        }
+        let kind = match s.str(seg.segment_type) {
+            "small" => SegmentKind::Small,
+            "large" => SegmentKind::Large,
+            _ => SegmentKind::infer(size, seg.is_expandable),
+        };
+        let meta = SegmentMeta {
+            stream: seg.stream,
+            pool_id: Some(seg.pool_id),
+            is_expandable: seg.is_expandable,
+            kind,
+            stack: seg.stack,
+        };
+        st.segs.insert(
+            addr,
+            super::live::Seg {
+                size,
+                meta,
+                whole_free: false,
+            },
+        );
+        let end = addr + size;
+        let mut cursor = addr;
+        let mut fixed = false;
+        for blk in s.segment_blocks(seg) {
+            let (ba, bs) = (blk.address, blk.size_bytes);
+            let Some(be) = ba.checked_add(bs) else {
+                fixed = true;
+                continue;
+            };
+            if bs == 0 || ba < cursor || be > end {
+                fixed = true;
+                continue;
+            }
+            if ba > cursor {
+                st.blocks.insert(cursor, Blk::free(ba - cursor));
+                fixed = true;
+            }
+            let b = if blk.state == BlockState::Inactive {
+                Blk::free(bs)
+            } else {
+                let alloc_event = if blk.state.is_active() {
+                    final_alloc.get(&ba).copied().unwrap_or(NO_EVENT)
+                } else {
+                    NO_EVENT
+                };
+                Blk {
+                    size: bs,
+                    requested: blk.requested_size_bytes,
+                    stack: blk.stack,
+                    alloc_event,
+                    state: blk.state,
+                }
+            };
+            st.blocks.insert(ba, b);
+            cursor = be;
+        }
+        if cursor < end {
+            st.blocks.insert(cursor, Blk::free(end - cursor));
+            fixed = true;
+        }
+        if fixed {
+            diag.file_fixups += 1;
+        }
+    }
+    st.recompute();
+    st
+}
+
+impl Builder<'_> {
+    fn pool_of(&self, row: u32) -> Option<(i64, i64)> {
+        self.snap.trace.extras_of(row).find_map(|e| match e {
+            EntryExtra::PoolId(a, b) => Some((*a, *b)),
+            _ => None,
+        })
+    }
+
+    /// Undoes event `i` on `st` (the state after it), recording the op.
+    fn undo(&mut self, st: &mut State, i: usize, action: Action, stream: u64, row: u32) {
+        let ev = i as u32;
+        let addr = self.ops.addr.get(i).copied().unwrap_or(0);
+        let req = self.ops.requested.get(i).copied().unwrap_or(0);
+        let in_range = addr.checked_add(round_size(req)).is_some();
+        match action {
+            Action::Alloc if in_range => self.undo_alloc(st, i, addr, req),
+            Action::FreeRequested => {
+                if st.set_state(
+                    addr,
+                    false,
+                    BlockState::ActivePendingFree,
+                    BlockState::ActiveAllocated,
+                ) {
+                    self.op(i, OpKind::FreeRequested, 0, 0);
+                } else if st.set_state(
+                    addr,
+                    true,
+                    BlockState::ActivePendingFree,
+                    BlockState::ActiveAllocated,
+                ) {
+                    self.op(i, OpKind::FreeRequested, 0, Ops::ORPHAN);
+                } else {
+                    self.issue(ev, IssueKind::FreeRequestedWithoutBlock);
+                }
+            }
+            Action::FreeCompleted if in_range => self.undo_free(st, i, addr, req),
+            Action::SegmentAlloc if in_range => match st.remove_free_segment(addr, req) {
+                Some(meta) => {
+                    self.op(i, OpKind::SegmentAlloc, req, 0);
+                    self.ops.meta.push((ev, meta));
+                }
+                None => self.issue(ev, IssueKind::SegmentAllocMismatch),
+            },
+            Action::SegmentFree if in_range => {
+                if req == 0 || st.overlaps_segment(addr, req) {
+                    self.issue(ev, IssueKind::SegmentFreeOverlap);
+                    return;
+                }
+                let meta = SegmentMeta {
+                    stream,
+                    pool_id: self.pool_of(row),
+                    is_expandable: false,
+                    kind: SegmentKind::infer(req, false),
+                    stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
+                };
+                st.add_segment(addr, req, meta);
+                self.op(i, OpKind::SegmentFree, req, 0);
+                self.ops.meta.push((ev, meta));
+            }
+            Action::SegmentMap if in_range => match st.remove_range(addr, req, None) {
+                Some((f, meta)) => {
+                    self.op(i, OpKind::SegmentMap, req, Ops::range_flags(f));
+                    self.ops.meta.push((ev, meta));
+                }
+                None => self.issue(ev, IssueKind::SegmentMapMismatch),
+            },
+            Action::SegmentUnmap if in_range => {
+                if req == 0 || st.overlaps_segment(addr, req) {
+                    self.issue(ev, IssueKind::SegmentUnmapOverlap);
+                    return;
+                }
+                let pool = self.pool_of(row);
+                let joins = |m: &SegmentMeta| {
+                    m.is_expandable
+                        && m.stream == stream
+                        && !matches!((m.pool_id, pool), (Some(a), Some(b)) if a != b)
+                };
+                let end = addr + req;
+                let left = st
+                    .segs
+                    .range(..addr)
+                    .next_back()
+                    .filter(|(&a, g)| a + g.size == addr && joins(&g.meta));
+                let seg_left = left.is_some();
+                let right = st.segs.get(&end).filter(|g| joins(&g.meta)).copied();
+                let blk_left = seg_left
+                    && st.blocks.range(..addr).next_back().is_some_and(|(&a, b)| {
+                        a + b.size == addr && b.state == BlockState::Inactive
+                    });
+                let blk_right = right.is_some()
+                    && st
+                        .blocks
+                        .get(&end)
+                        .is_some_and(|b| b.state == BlockState::Inactive);
+                let flags = RangeFlags {
+                    seg_left,
+                    seg_right: right.is_some(),
+                    blk_left,
+                    blk_right,
+                };
+                let meta = match right {
+                    Some(r) => r.meta,
+                    None => SegmentMeta {
+                        stream,
+                        pool_id: pool.or(left.and_then(|(_, g)| g.meta.pool_id)),
+                        is_expandable: true,
+                        kind: left.map_or(SegmentKind::Unknown, |(_, g)| g.meta.kind),
+                        stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
+                    },
+                };
+                st.add_range(addr, req, flags, meta);
+                self.op(i, OpKind::SegmentUnmap, req, Ops::range_flags(flags));
+                self.ops.meta.push((ev, meta));
+            }
+            Action::Alloc
+            | Action::FreeCompleted
+            | Action::SegmentAlloc
+            | Action::SegmentFree
+            | Action::SegmentMap
+            | Action::SegmentUnmap => self.issue(ev, IssueKind::AddressOverflow),
+            _ => {}
+        }
+    }
+
+    fn op(&mut self, i: usize, kind: OpKind, size: u64, flags: u8) {
+        set(&mut self.ops.kind, i, kind);
+        set(&mut self.ops.size, i, size);
+        if let Some(f) = self.ops.flags.get_mut(i) {
+            *f |= flags;
+        }
+    }
+
+    fn undo_alloc(&mut self, st: &mut State, i: usize, addr: u64, req: u64) {
+        let ev = i as u32;
+        let Some(mut blk) = st
+            .blocks
+            .get(&addr)
+            .copied()
+            .filter(|b| b.state.is_active())
+        else {
+            match st.del_orphan(addr) {
+                Some(o) => self.record_block(i, OpKind::Alloc, &o, Ops::ORPHAN),
+                None => self.issue(ev, IssueKind::AllocWithoutBlock),
+            }
+            return;
+        };
+        let seg = st
+            .seg_containing(addr)
+            .map(|(a, g)| (a, a + g.size, g.meta));
+        let end = addr + blk.size;
+        let next_free = st
+            .blocks
+            .get(&end)
+            .filter(|n| n.state == BlockState::Inactive && seg.is_some_and(|(_, s1, _)| end < s1))
+            .map(|n| n.size);
+        let meta = seg.map(|(_, _, m)| m);
+        // An inferred block with free space behind it that nothing used while it lived: if torch
+        // would not have split that remainder off, the block owned it (see the module docs).
+        if let (Some(w), Some(tail), Some(m)) = (st.watch.remove(&end), next_free, meta) {
+            let j = w.free_event;
+            let own = blk.alloc_event == ev && self.ops.link.get(j as usize) == Some(&ev);
+            let t1 = end + tail;
+            if w.addr == addr && own && t1 <= w.limit && !self.rule.splits(&m, blk.size, tail) {
+                st.del_blk(end);
+                st.del_blk(addr);
+                blk.size += tail;
+                st.add_blk(addr, blk);
+                set(&mut self.ops.size, j as usize, blk.size);
+                if let Some(f) = self.ops.flags.get_mut(j as usize) {
+                    if t1 >= w.hole_end {
+                        *f &= !Ops::RIGHT;
+                    }
+                }
+                self.patches.push((ev, j, addr, tail));
+                self.diag.inferred_unsplit += 1;
+            }
+        } else if self.final_alloc.get(&addr) == Some(&ev) && blk.alloc_event == ev {
+            // A block of the file allocated in the trace: check the size rule against it.
+            if let Some(m) = meta {
+                let rounded = round_size(req);
+                let whole = blk.size + next_free.unwrap_or(0);
+                let predicted =
+                    if whole >= rounded && self.rule.splits(&m, rounded, whole - rounded) {
+                        rounded
+                    } else {
+                        whole
+                    };
+                self.diag.size_rule_checked += 1;
+                if predicted == blk.size {
+                    self.diag.size_rule_agreed += 1;
+                }
+            }
+        }
+        if blk.requested != req {
+            self.issue(ev, IssueKind::RequestedMismatch);
+        }
+        let (left, right) = match seg {
+            Some((s0, s1, _)) => st.free_neighbours_in(addr, blk.size, s0, s1),
+            None => (false, false),
+        };
+        st.release(addr, left, right);
+        let mut flags = 0;
+        if left {
+            flags |= Ops::LEFT;
+        }
+        if right {
+            flags |= Ops::RIGHT;
+        }
+        self.record_block(i, OpKind::Alloc, &blk, flags);
+    }
+
+    fn record_block(&mut self, i: usize, kind: OpKind, blk: &Blk, flags: u8) {
+        let mut f = flags;
+        if blk.state == BlockState::ActivePendingFree {
+            f |= Ops::PENDING;
+        }
+        if let Some(x) = self.ops.flags.get_mut(i) {
+            *x = f;
+        }
+        set(&mut self.ops.kind, i, kind);
+        set(&mut self.ops.size, i, blk.size);
+        set(&mut self.ops.requested, i, blk.requested);
+        set(&mut self.ops.stack, i, blk.stack);
+        set(&mut self.ops.link, i, blk.alloc_event);
+    }
+
+    fn undo_free(&mut self, st: &mut State, i: usize, addr: u64, req: u64) {
+        let ev = i as u32;
+        let pending = self.ops.flags.get(i).is_some_and(|f| f & Ops::PENDING != 0);
+        let mut blk = Blk {
+            size: round_size(req),
+            requested: req,
+            stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
+            alloc_event: self.ops.link.get(i).copied().unwrap_or(NO_EVENT),
+            state: if pending {
+                BlockState::ActivePendingFree
+            } else {
+                BlockState::ActiveAllocated
+            },
+        };
+        match st.block_containing(addr) {
+            Some((r0, cur)) if cur.state == BlockState::Inactive => {
+                let end = r0 + cur.size;
+                if addr + blk.size > end {
+                    blk.size = end - addr;
+                    self.issue(ev, IssueKind::FreeClipped);
+                }
+                if let Some((left, right)) = st.carve(addr, blk) {
+                    let mut flags = 0;
+                    if left {
+                        flags |= Ops::LEFT;
+                    }
+                    if right {
+                        flags |= Ops::RIGHT;
+                        if blk.alloc_event != NO_EVENT {
+                            st.watch.insert(
+                                addr + blk.size,
+                                Watch {
+                                    addr,
+                                    free_event: ev,
+                                    limit: end,
+                                    hole_end: end,
+                                },
+                            );
+                        }
+                    }
+                    self.record_block(i, OpKind::FreeCompleted, &blk, flags);
+                    return;
+                }
+                self.issue(ev, IssueKind::FreeOutsideSegments);
+            }
+            Some(_) => self.issue(ev, IssueKind::FreeOverLiveBlock),
+            None => self.issue(ev, IssueKind::FreeOutsideSegments),
+        }
+        if st.orphans.contains_key(&addr) {
+            self.issue(ev, IssueKind::DoubleFree);
+            return;
+        }
+        st.add_orphan(addr, blk);
+        self.record_block(i, OpKind::FreeCompleted, &blk, Ops::ORPHAN);
+    }
+}
+
+impl Ops {
+    fn range_flags(f: RangeFlags) -> u8 {
+        let mut x = 0;
+        if f.blk_left {
+            x |= Ops::LEFT;
+        }
+        if f.blk_right {
+            x |= Ops::RIGHT;
+        }
+        if f.seg_left {
+            x |= Ops::SEG_LEFT;
+        }
+        if f.seg_right {
+            x |= Ops::SEG_RIGHT;
+        }
+        x
+    }
+}
