@@ -16,7 +16,11 @@ pub struct StackInterner {
     frame_index: FxHashMap<Frame, FrameId>,
     pub stacks: StackTable,
     stack_index: FxHashMap<Box<[FrameId]>, StackId>,
+    /// Stacks by the frame-dict nodes their list holds: a fresh list of memo-shared frame dicts
+    /// (most fresh lists) is found without looking at a single frame.
+    stack_by_nodes: FxHashMap<Box<[u32]>, StackId>,
     scratch: Vec<FrameId>,
+    scratch_nodes: Vec<u32>,
 }
 
 impl Default for StackInterner {
@@ -28,7 +32,9 @@ impl Default for StackInterner {
             frame_index: FxHashMap::default(),
             stacks: StackTable::default(),
             stack_index,
+            stack_by_nodes: FxHashMap::default(),
             scratch: Vec::new(),
+            scratch_nodes: Vec::new(),
         }
     }
 }
@@ -93,6 +99,24 @@ impl Arena {
             Some(Node::Tuple(items)) => items.to_vec(),
             _ => return StackId::EMPTY,
         };
+        let mut nodes = std::mem::take(&mut self.stack_interner.scratch_nodes);
+        nodes.clear();
+        let all_nodes = items.iter().all(|x| match x {
+            Val::Node(NodeId(i)) => {
+                nodes.push(*i);
+                true
+            }
+            _ => false,
+        });
+        if all_nodes {
+            if let Some(&id) = self.stack_interner.stack_by_nodes.get(nodes.as_slice()) {
+                self.stack_interner.scratch_nodes = nodes;
+                if let Some(slot) = self.nodes.get_mut(n as usize) {
+                    *slot = Node::Stack(id);
+                }
+                return id;
+            }
+        }
         let mut scratch = std::mem::take(&mut self.stack_interner.scratch);
         scratch.clear();
         for item in items {
@@ -110,6 +134,10 @@ impl Arena {
             }
         };
         st.scratch = scratch;
+        if all_nodes {
+            st.stack_by_nodes.insert(nodes.clone().into_boxed_slice(), id);
+        }
+        st.scratch_nodes = nodes;
         if let Some(slot) = self.nodes.get_mut(n as usize) {
             *slot = Node::Stack(id);
         }

@@ -229,8 +229,13 @@ impl Arena {
         let li = li as usize;
         // A list that already holds something other than rows (frames lists, mostly) stays a
         // plain list: no per-item row check. `normalize` still finds rows in it via `row_of`.
+        let first_is_row = items.first().is_some_and(|&f| self.row_of(f).is_some());
         if let Some(Node::List(v)) = self.nodes.get_mut(li) {
-            if v.first().is_some_and(|f| !matches!(f, Val::Row(_))) {
+            let plain = match v.first() {
+                Some(f) => !matches!(f, Val::Row(_)),
+                None => !first_is_row,
+            };
+            if plain {
                 v.extend_from_slice(items);
                 return Ok(());
             }
