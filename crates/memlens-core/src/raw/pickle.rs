@@ -32,7 +32,10 @@ pub struct PickleMachine {
     pub protocol: u8,
     result: Option<Val>,
     /// The dict opened by the last EMPTY_DICT while nothing else may refer to it: if it becomes
-    /// a trace row, its node is given back (saves a node per trace entry).
+    /// a trace row, its node is given back (saves a node per trace entry). Only EMPTY_DICT puts
+    /// it on the stack; a second reference can only come from the memo (GET) or DUP, which clear
+    /// it. Once stored into a container it has left the stack and can no longer be a SETITEM(S)
+    /// target, so no scan of container items is needed.
     fresh: Option<Fresh>,
 }
 
@@ -210,17 +213,6 @@ impl PickleMachine {
     fn unfresh(&mut self, v: Val) {
         if let (Some(f), Val::Node(n)) = (self.fresh, v) {
             if n.0 == f.node {
-                self.fresh = None;
-            }
-        }
-    }
-
-    /// Values from `stack[lo..]` are about to be stored in a container: if the fresh dict is
-    /// among them, something else now refers to it.
-    fn unfresh_items(&mut self, lo: usize) {
-        if let Some(f) = self.fresh {
-            let me = Val::Node(super::value::NodeId(f.node));
-            if self.stack.get(lo..).is_some_and(|s| s.contains(&me)) {
                 self.fresh = None;
             }
         }
@@ -549,7 +541,6 @@ impl PickleMachine {
                 0x88 => self.stack.push(Val::Bool(true)),
                 0x89 => self.stack.push(Val::Bool(false)),
                 b'a' => {
-                    self.unfresh_items(self.stack.len().saturating_sub(1));
                     let item = self.pop(at, op)?;
                     let list = self.top(at, op)?;
                     self.arena.list_extend(list, &[item]).map_err(|e| self.malformed(at, e))?;
@@ -560,7 +551,6 @@ impl PickleMachine {
                         return Err(self.malformed(at, "APPENDS without a list"));
                     }
                     let list = self.stack[m - 1];
-                    self.unfresh_items(m);
                     self.arena.list_extend(list, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                 }
@@ -571,7 +561,6 @@ impl PickleMachine {
                         return Err(self.malformed(at, "ADDITEMS without a set"));
                     }
                     let set = self.stack[m - 1];
-                    self.unfresh_items(m);
                     self.arena.list_extend(set, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                 }
@@ -581,7 +570,6 @@ impl PickleMachine {
                 }
                 0x91 | b'l' => {
                     let m = self.pop_mark(at, op)?;
-                    self.unfresh_items(m);
                     let items: Vec<Val> = self.stack.drain(m.min(self.stack.len())..).collect();
                     let v = self.arena.push(Node::List(Vec::new()));
                     self.arena.list_extend(v, &items).map_err(|e| self.malformed(at, e))?;
@@ -589,7 +577,6 @@ impl PickleMachine {
                 }
                 b't' => {
                     let m = self.pop_mark(at, op)?;
-                    self.unfresh_items(m);
                     let items: Box<[Val]> = self.stack.drain(m.min(self.stack.len())..).collect();
                     let v = self.arena.push(Node::Tuple(items));
                     self.stack.push(v);
@@ -600,14 +587,12 @@ impl PickleMachine {
                     if self.stack.len() < floor + n {
                         return Err(self.malformed(at, format!("{} on a short stack", opcode_name(op))));
                     }
-                    self.unfresh_items(self.stack.len() - n);
                     let items: Box<[Val]> = self.stack.drain(self.stack.len() - n..).collect();
                     let v = self.arena.push(Node::Tuple(items));
                     self.stack.push(v);
                 }
                 b'd' => {
                     let m = self.pop_mark(at, op)?;
-                    self.unfresh_items(m);
                     let kv: Vec<Val> = self.stack.drain(m.min(self.stack.len())..).collect();
                     if kv.len() % 2 != 0 {
                         return Err(self.malformed(at, "DICT with an odd number of items"));
@@ -617,7 +602,6 @@ impl PickleMachine {
                     self.stack.push(v);
                 }
                 b's' => {
-                    self.unfresh_items(self.stack.len().saturating_sub(2));
                     let value = self.pop(at, op)?;
                     let key = self.pop(at, op)?;
                     let dict = self.top(at, op)?;
@@ -634,7 +618,6 @@ impl PickleMachine {
                         return Err(self.malformed(at, "SETITEMS with an odd number of items"));
                     }
                     let dict = self.stack[m - 1];
-                    self.unfresh_items(m);
                     self.arena.dict_set_items(dict, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                     self.settle_row(dict, m - 1);
