@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the memlens viewer (trunk build --release --offline) and serves dist/ on
+# Builds the memlens viewer (trunk build --release --offline into dist/, then
+# scripts/single_file.py into dist-single/memlens.html) and serves dist/ on
 # 127.0.0.1:${PORT:-8080}. Installs what is missing first: the wasm32 target, trunk, and the
 # wasm-bindgen-cli whose version matches Cargo.lock (Trunk refuses any other in offline mode).
 #
@@ -31,6 +32,8 @@ if ! command -v wasm-bindgen >/dev/null || [ "$(wasm-bindgen --version | awk '{p
 fi
 
 trunk build --release --offline
+# The single-file viewer (file://, no server), which `memlens html` embeds.
+python3 scripts/single_file.py dist dist-single/memlens.html
 
 if [ "${1:-}" = "--build" ]; then
     exit 0

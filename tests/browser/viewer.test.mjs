@@ -11,7 +11,7 @@
 //
 // Run: (cd tests/browser && npm install && node --test)   after `trunk build --release --offline`.
 // Env: MEMLENS_BIN (default: <target>/release/memlens, built if missing), CHROMIUM (default
-// /usr/bin/chromium).
+// /usr/bin/chromium), MEMLENS_DIST (default: <repo>/dist).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ import { chromium } from 'playwright-core';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
-const DIST = path.join(ROOT, 'dist');
+const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
 const OUT = path.join(ROOT, 'tests/out');
 const SNAPS = path.resolve(ROOT, '../shared/snapshots');
 const PREFIX = '/memlens/';

@@ -66,6 +66,10 @@ pub fn app() -> Html {
                 let name = src.rsplit('/').next().unwrap_or(&src).to_string();
                 b.open_url(&src, &name);
             }
+            // Files a `memlens html` report embeds or `memlens serve` lists.
+            if let Some(b) = &bridge {
+                b.open_preloaded();
+            }
             if let Some(w) = web_sys::window() {
                 let d = state.dispatcher();
                 let onhash = Closure::<dyn FnMut()>::new(move || {
@@ -124,10 +128,14 @@ pub fn app() -> Html {
     }
     let want_context = state.selected.map(|s| (s, state.full_stack));
     let have_context = state.context.as_ref().map(|(k, e, f, _)| (*k, *e, *f));
+    // The pinned element's layout (the Active one in the Allocator State History).
+    let element_key = state.element_key();
+    crate::state_view::use_state_requests(&state, bridge.clone());
+    crate::search::use_search_requests(&state, bridge.clone());
     {
         let bridge = bridge.clone();
         use_effect_with(
-            (key, want_context, have_context),
+            (element_key, want_context, have_context),
             move |(key, want, have)| {
                 if let (Some(b), Some(k), Some((e, full))) = (&bridge, key, want) {
                     if *have != Some((*k, *e, *full)) {
@@ -261,9 +269,7 @@ pub fn app() -> Html {
             FileStatus::Ready(info) => {
                 let content = match (view, view.kind()) {
                     (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
-                    (View::State, _) => html! {
-                        <p class="note" data-testid="state-view">{ "Allocator State History is not in this build yet. The Active Memory Timeline and the Active Cached Segment Timeline are." }</p>
-                    },
+                    (View::State, _) => crate::state_view::state_body(&state),
                     (_, Some(kind)) => match state.current_layout() {
                         Some(l) => {
                             let l = l.clone();
@@ -280,10 +286,13 @@ pub fn app() -> Html {
                             html! {
                                 <div class="view-body">
                                     if view == View::Allocated {
-                                        <p class="note">{ "Private-pool envelopes (upstream's gray bars) are not drawn yet: this view currently shows the same allocations as the Active Memory Timeline." }</p>
+                                        <p class="note small">{ "Each private pool (CUDA graphs, MemPool) is a gray envelope as tall as the larger of its reserved segments and its live allocations, with its allocations stacked inside; unlike upstream's, it shrinks when the pool's segments are freed." }</p>
                                     }
+                                    { crate::search::controls(&state) }
                                     <div class="plot-and-stack">
                                         <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
+                                            matches={state.search.as_ref().filter(|o| Some(o.key) == key && o.seq == state.search_seq).and_then(|o| o.matches.clone())}
+                                            time_axis={state.time_axis}
                                             on_window={on_window.clone()} on_pin={on_pin.clone()} on_painted={on_painted.clone()} />
                                         <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack}
                                             on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}

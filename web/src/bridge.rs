@@ -1,27 +1,129 @@
-//! The page's side of the worker: starts it from Trunk's loader shim (a relative URL, so the
-//! page works under any path prefix), queues messages until the worker's wasm is up, and turns
-//! replies into reducer actions.
+//! The page's side of the worker: starts it (from Trunk's loader shim, a relative URL, so the
+//! page works under any path prefix; or from the single-file page's `memlensHost`), queues
+//! messages until the worker's wasm is up, and turns replies into reducer actions.
+//!
+//! Every network read happens here, on the page, where the Content-Security-Policy
+//! (`connect-src 'self'`) governs it: a URL is fetched by the page and handed to the worker as a
+//! `Blob`, so the worker itself never touches the network.
+//!
+//! `window.memlensHost`, when present, is the single-file page's bootstrap (scripts/single_file.py):
+//! `makeWorker()` starts the worker from a Blob URL with the wasm inlined, `fetch(url)` gives the
+//! embedded copy of a file (the example) as a `Promise<Blob>`, and `preload()` lists the files
+//! to open at start (`{name, url}` from `memlens serve`, `{name, blob}` in `memlens html` reports).
 
 use crate::protocol::{FromWorker, ToWorker};
 use crate::state::{Action, AppState, LayoutKey};
 use crate::wire;
+use js_sys::{Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{MessageEvent, Worker};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Blob, MessageEvent, Response, Worker};
 use yew::UseReducerDispatcher;
 
 /// Trunk writes this next to `index.html` (`data-loader-shim` on the worker link).
 pub const WORKER_URL: &str = "./memlens-worker_loader.js";
 
-pub struct Bridge {
+/// The worker and the messages waiting for it to be ready.
+struct Port {
     worker: Worker,
-    ready: Rc<Cell<bool>>,
-    queue: Rc<RefCell<Vec<JsValue>>>,
+    ready: Cell<bool>,
+    queue: RefCell<Vec<JsValue>>,
+}
+
+impl Port {
+    fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
+        let m = wire::message(msg, extra);
+        if self.ready.get() {
+            let _ = self.worker.post_message(&m);
+        } else {
+            self.queue.borrow_mut().push(m);
+        }
+    }
+}
+
+/// `window.memlensHost`, if this is the single-file page.
+fn host() -> Option<JsValue> {
+    let w = web_sys::window()?;
+    let h = Reflect::get(&w, &JsValue::from_str("memlensHost")).ok()?;
+    h.is_object().then_some(h)
+}
+
+/// Calls `memlensHost[name](arg)`; `None` when there is no such host or method.
+fn host_call(name: &str, arg: &JsValue) -> Option<Result<JsValue, JsValue>> {
+    let h = host()?;
+    let f = Reflect::get(&h, &JsValue::from_str(name))
+        .ok()?
+        .dyn_into::<Function>()
+        .ok()?;
+    Some(f.call1(&h, arg))
+}
+
+fn js_error(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Resolves `url` against the page, so relative paths stay inside the site.
+fn absolute_url(url: &str) -> Option<web_sys::Url> {
+    let base = web_sys::window()?.document()?.base_uri().ok().flatten()?;
+    web_sys::Url::new_with_base(url, &base).ok()
+}
+
+/// Fetches a same-origin URL on the page (under its CSP) as a `Blob`.
+async fn fetch_blob(url: String) -> Result<Blob, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let abs = absolute_url(&url).ok_or_else(|| format!("not a URL: {url}"))?;
+    let own = window.location().origin().unwrap_or_default();
+    if abs.origin() != own || own == "null" {
+        return Err(format!(
+            "only files of this site can be opened by URL (drop or choose other files): {}",
+            abs.href()
+        ));
+    }
+    let resp = JsFuture::from(window.fetch_with_str(&abs.href()))
+        .await
+        .map_err(|e| format!("cannot fetch: {}", js_error(&e)))?;
+    let resp: Response = resp
+        .dyn_into()
+        .map_err(|_| "cannot fetch: no response".to_string())?;
+    if !resp.ok() {
+        return Err(format!(
+            "cannot fetch: HTTP {} {}",
+            resp.status(),
+            resp.status_text()
+        ));
+    }
+    let blob = JsFuture::from(
+        resp.blob()
+            .map_err(|e| format!("cannot fetch: {}", js_error(&e)))?,
+    )
+    .await
+    .map_err(|e| format!("cannot fetch: {}", js_error(&e)))?;
+    blob.dyn_into()
+        .map_err(|_| "cannot fetch: not a blob".to_string())
+}
+
+/// Waits for a `Promise<Blob>` from the host.
+async fn await_blob(p: Promise) -> Result<Blob, String> {
+    JsFuture::from(p)
+        .await
+        .map_err(|e| format!("cannot read the embedded file: {}", js_error(&e)))?
+        .dyn_into()
+        .map_err(|_| "cannot read the embedded file: not a blob".to_string())
+}
+
+pub struct Bridge {
+    port: Rc<Port>,
     next_id: Cell<u32>,
     requested: Rc<RefCell<HashSet<LayoutKey>>>,
+    /// Files cancelled while their bytes were still being fetched.
+    cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
     _onmessage: Closure<dyn FnMut(MessageEvent)>,
 }
@@ -33,20 +135,31 @@ pub fn now_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The single-file page's worker (`memlensHost.makeWorker()`), else Trunk's.
+fn start_worker() -> Result<Worker, String> {
+    match host_call("makeWorker", &JsValue::UNDEFINED) {
+        Some(Ok(w)) => w
+            .dyn_into::<Worker>()
+            .map_err(|_| "cannot start the decoding worker: the page gave no Worker".to_string()),
+        Some(Err(e)) => Err(format!(
+            "cannot start the decoding worker: {}",
+            js_error(&e)
+        )),
+        None => Worker::new(WORKER_URL)
+            .map_err(|e| format!("cannot start the decoding worker: {}", js_error(&e))),
+    }
+}
+
 impl Bridge {
     pub fn new(dispatch: UseReducerDispatcher<AppState>) -> Result<Bridge, String> {
-        let worker = Worker::new(WORKER_URL)
-            .map_err(|e| format!("cannot start the decoding worker: {e:?}"))?;
-        let ready = Rc::new(Cell::new(false));
-        let queue: Rc<RefCell<Vec<JsValue>>> = Rc::new(RefCell::new(Vec::new()));
+        let worker = start_worker()?;
+        let port = Rc::new(Port {
+            worker: worker.clone(),
+            ready: Cell::new(false),
+            queue: RefCell::new(Vec::new()),
+        });
         let requested: Rc<RefCell<HashSet<LayoutKey>>> = Rc::default();
-        let (r, q, w, d, req) = (
-            ready.clone(),
-            queue.clone(),
-            worker.clone(),
-            dispatch.clone(),
-            requested.clone(),
-        );
+        let (p, d, req) = (port.clone(), dispatch.clone(), requested.clone());
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
             let data = ev.data();
             let msg: FromWorker = match wire::header(&data) {
@@ -58,9 +171,9 @@ impl Bridge {
             };
             match msg {
                 FromWorker::Ready => {
-                    r.set(true);
-                    for m in q.borrow_mut().drain(..) {
-                        let _ = w.post_message(&m);
+                    p.ready.set(true);
+                    for m in p.queue.borrow_mut().drain(..) {
+                        let _ = p.worker.post_message(&m);
                     }
                 }
                 FromWorker::Progress { id, done, total } => {
@@ -120,27 +233,41 @@ impl Bridge {
                     full,
                     ctx,
                 }),
+                FromWorker::StateEvents { id, device, meta } => {
+                    crate::state_view::on_events(&d, &data, id, device, meta)
+                }
+                FromWorker::State {
+                    id,
+                    device,
+                    requested,
+                    meta,
+                } => crate::state_view::on_state(&d, &data, id, device, requested, meta),
+                FromWorker::Search {
+                    id,
+                    device,
+                    kind,
+                    seq,
+                    count,
+                    error,
+                    search_ms,
+                } => crate::search::on_result(
+                    &d, &data, id, device, kind, seq, count, error, search_ms,
+                ),
             }
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         Ok(Bridge {
-            worker,
-            ready,
-            queue,
+            port,
             next_id: Cell::new(1),
             requested,
+            cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
         })
     }
 
     fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
-        let m = wire::message(msg, extra);
-        if self.ready.get() {
-            let _ = self.worker.post_message(&m);
-        } else {
-            self.queue.borrow_mut().push(m);
-        }
+        self.port.send(msg, extra);
     }
 
     fn new_id(&self) -> u32 {
@@ -161,14 +288,13 @@ impl Bridge {
         self.send(&ToWorker::Open { id, name }, &[("file", file.into())]);
     }
 
-    /// Opens a URL (resolved against the page, so relative paths stay inside the site).
-    pub fn open_url(&self, url: &str, name: &str) {
-        let abs = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.base_uri().ok().flatten())
-            .and_then(|base| web_sys::Url::new_with_base(url, &base).ok())
-            .map(|u| u.href())
-            .unwrap_or_else(|| url.to_string());
+    /// Shows `name` as loading at once, then hands the worker the blob once `bytes` gives it
+    /// (a fetch, or the single-file page unpacking an embedded file).
+    fn open_later(
+        &self,
+        name: &str,
+        bytes: impl std::future::Future<Output = Result<Blob, String>> + 'static,
+    ) {
         let id = self.new_id();
         self.dispatch.dispatch(Action::Opened {
             id,
@@ -176,16 +302,58 @@ impl Bridge {
             at_ms: now_ms(),
             size_bytes: 0.0,
         });
-        self.send(
-            &ToWorker::Open {
-                id,
-                name: name.to_string(),
-            },
-            &[("url", JsValue::from_str(&abs))],
+        let (port, cancelled, dispatch, name) = (
+            self.port.clone(),
+            self.cancelled.clone(),
+            self.dispatch.clone(),
+            name.to_string(),
         );
+        wasm_bindgen_futures::spawn_local(async move {
+            let r = bytes.await;
+            if cancelled.borrow_mut().remove(&id) {
+                return;
+            }
+            match r {
+                Ok(blob) => port.send(&ToWorker::Open { id, name }, &[("file", blob.into())]),
+                Err(message) => dispatch.dispatch(Action::Failed { id, message }),
+            }
+        });
+    }
+
+    /// Opens a URL: the single-file page's embedded copy when it has one (the example), else a
+    /// fetch by the page, restricted to the page's own origin.
+    pub fn open_url(&self, url: &str, name: &str) {
+        match host_call("fetch", &JsValue::from_str(url)) {
+            Some(Ok(p)) if p.is_instance_of::<Promise>() => {
+                self.open_later(name, await_blob(p.unchecked_into()))
+            }
+            _ => self.open_later(name, fetch_blob(url.to_string())),
+        }
+    }
+
+    /// Opens what the page was built or served with (`memlensHost.preload()`): files listed by
+    /// `memlens serve`, or the snapshots embedded in a `memlens html` report. Call once.
+    pub fn open_preloaded(&self) {
+        let Some(Ok(list)) = host_call("preload", &JsValue::UNDEFINED) else {
+            return;
+        };
+        let Ok(list) = list.dyn_into::<js_sys::Array>() else {
+            return;
+        };
+        for entry in list.iter() {
+            let get = |k: &str| Reflect::get(&entry, &JsValue::from_str(k)).unwrap_or_default();
+            let name = get("name").as_string().unwrap_or_else(|| "snapshot".into());
+            let blob = get("blob");
+            if let Some(url) = get("url").as_string() {
+                self.open_url(&url, &name);
+            } else if blob.is_instance_of::<Promise>() {
+                self.open_later(&name, await_blob(blob.unchecked_into()));
+            }
+        }
     }
 
     pub fn cancel(&self, id: u32) {
+        self.cancelled.borrow_mut().insert(id);
         self.send(&ToWorker::Cancel { id }, &[]);
         self.dispatch.dispatch(Action::Cancelled { id });
     }
@@ -204,6 +372,16 @@ impl Bridge {
         }
     }
 
+    /// Sends a search request (see `crate::search`).
+    pub fn send_search(&self, msg: &ToWorker) {
+        self.send(msg, &[]);
+    }
+
+    /// Sends an Allocator State History request (see `crate::state_view`).
+    pub fn send_state_request(&self, msg: &ToWorker) {
+        self.send(msg, &[]);
+    }
+
     pub fn request_context(&self, key: LayoutKey, elem: u32, full: bool) {
         self.send(
             &ToWorker::Context {
@@ -220,6 +398,6 @@ impl Bridge {
 
 impl Drop for Bridge {
     fn drop(&mut self) {
-        self.worker.terminate();
+        self.port.worker.terminate();
     }
 }

@@ -1,11 +1,13 @@
 //! Canvas 2D drawing: the painter behind `memlens_core::layout::Painter` (one path per style
-//! batch), axes with binary-unit ticks, region labels, and the overview strip. Handles
-//! `devicePixelRatio` so lines stay sharp.
+//! batch), axes with binary-unit ticks and event-index or wall-clock x ticks, region labels,
+//! and the overview strip. Handles `devicePixelRatio` so lines stay sharp.
 
-use memlens_core::layout::axis::{bytes_ticks, count_ticks};
+use memlens_core::layout::axis::{bytes_ticks, count_ticks, time_ticks};
 use memlens_core::layout::{
-    render_overview, render_timeline, Painter, RenderOptions, Style, TimelineLayout, Viewport,
+    render_overview, render_timeline, Matches, Painter, RenderOptions, RenderStats, Style, TimeMap,
+    TimelineLayout, Viewport,
 };
+use std::sync::Arc;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
@@ -13,6 +15,13 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 pub const PALETTE: [&str; 10] = [
     "#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7",
     "#9c755f", "#bab0ab",
+];
+
+/// The palette mixed with 55% white: memory allocated before the trace. Opaque, so the
+/// underlay does not show through.
+pub const PALETTE_PALE: [&str; 10] = [
+    "#afc3d7", "#f9cca0", "#f2b3b4", "#c1dfdc", "#b4d5b0", "#f7e7ad", "#dbc3d5", "#ffd3d7",
+    "#d2c1b7", "#e0dbd9",
 ];
 
 /// Space around the plot for the axes, in CSS pixels.
@@ -25,17 +34,36 @@ struct CanvasPainter<'a> {
     ctx: &'a CanvasRenderingContext2d,
     ox: f64,
     oy: f64,
+    /// Milliseconds spent in canvas calls.
+    paint_ms: f64,
+}
+
+fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0)
 }
 
 impl Painter for CanvasPainter<'_> {
     fn rects(&mut self, style: Style, xywh: &[f32]) {
+        let t0 = now_ms();
+        self.rects_now(style, xywh);
+        self.paint_ms += now_ms() - t0;
+    }
+}
+
+impl CanvasPainter<'_> {
+    fn rects_now(&mut self, style: Style, xywh: &[f32]) {
         let ctx = self.ctx;
         let (fill, stroke, alpha): (Option<&str>, Option<(&str, f64)>, f64) = match style {
             Style::Band(i) => (PALETTE.get(i as usize).copied(), None, 1.0),
-            Style::BandBeforeTrace(i) => (PALETTE.get(i as usize).copied(), None, 0.45),
+            Style::BandBeforeTrace(i) => (PALETTE_PALE.get(i as usize).copied(), None, 1.0),
             Style::Thin => (Some("#9ea3ad"), None, 1.0),
             Style::Selected => (None, Some(("#000000", 2.0)), 1.0),
             Style::Match => (None, Some(("#d62728", 1.5)), 1.0),
+            Style::MatchRug => (Some("#d62728"), None, 0.9),
+            Style::PoolEnvelope => (Some("#dedad7"), Some(("#6f6a66", 1.0)), 1.0),
             Style::Overview => (Some("#4e79a7"), None, 0.8),
             Style::Region => (Some("#6b6bd6"), None, 0.10),
             Style::MarkerOom => (Some("#d62728"), None, 1.0),
@@ -87,20 +115,35 @@ fn prepare(canvas: &HtmlCanvasElement) -> Option<(CanvasRenderingContext2d, f64,
     Some((ctx, w, h))
 }
 
-/// Draws the timeline for the data window `[x0, x1)`; returns the viewport used (for hit tests).
+/// What to draw besides the bands.
+#[derive(Default)]
+pub struct DrawOptions<'a> {
+    pub selected: Option<u32>,
+    pub matches: Option<&'a Matches>,
+    /// Wall-clock x axis (`None`: event index).
+    pub time: Option<Arc<TimeMap>>,
+}
+
+/// Plot size (without margins) of a canvas of CSS size `w` × `h`.
+pub fn plot_size(w: f64, h: f64) -> (f64, f64) {
+    (
+        (w - MARGIN_LEFT - MARGIN_RIGHT).max(10.0),
+        (h - MARGIN_TOP - MARGIN_BOTTOM).max(10.0),
+    )
+}
+
+/// Draws the timeline for the data window `[x0, x1)`; returns the viewport used (for hit tests
+/// and pointer mapping) and what drawing the bands cost.
 pub fn draw_timeline(
     canvas: &HtmlCanvasElement,
     layout: &TimelineLayout,
     x0: f64,
     x1: f64,
-    selected: Option<u32>,
-) -> Option<Viewport> {
+    opts: DrawOptions<'_>,
+) -> Option<(Viewport, RenderStats, DrawTiming)> {
     let (ctx, w, h) = prepare(canvas)?;
-    let (pw, ph) = (
-        (w - MARGIN_LEFT - MARGIN_RIGHT).max(10.0),
-        (h - MARGIN_TOP - MARGIN_BOTTOM).max(10.0),
-    );
-    let vp = Viewport::fit(layout, x0, x1, pw, ph);
+    let (pw, ph) = plot_size(w, h);
+    let vp = Viewport::fit(layout, x0, x1, pw, ph).with_time(opts.time.clone());
     ctx.set_font("11px system-ui, sans-serif");
     // Grid and y labels.
     ctx.set_text_align("right");
@@ -116,21 +159,39 @@ pub fn draw_timeline(
         ctx.set_fill_style_str("#444444");
         let _ = ctx.fill_text(&t.label, MARGIN_LEFT - 6.0, y);
     }
-    // x labels: trace event indices (event i sits at x = i + 1).
+    // x labels: trace event indices (event i sits at x = i + 1), or time since the first event.
     ctx.set_text_align("center");
     ctx.set_text_baseline("top");
-    for t in count_ticks((x0 - 1.0).max(0.0), x1 - 1.0, (pw / 90.0).max(2.0) as usize) {
-        let x = MARGIN_LEFT + vp.x_px(t.value + 1.0);
-        if x >= MARGIN_LEFT && x <= MARGIN_LEFT + pw - 18.0 {
+    let max_x_ticks = (pw / 90.0).max(2.0) as usize;
+    let x_ticks: Vec<(f64, String)> = match vp.time() {
+        None => count_ticks((x0 - 1.0).max(0.0), x1 - 1.0, max_x_ticks)
+            .into_iter()
+            .map(|t| (vp.x_px(t.value + 1.0), t.label))
+            .collect(),
+        Some(_) => {
+            let (u0, u1) = vp.u_range();
+            let k = pw / (u1 - u0).max(f64::MIN_POSITIVE);
+            time_ticks(u0, u1, (pw / 110.0).max(2.0) as usize)
+                .into_iter()
+                .map(|t| ((t.value - u0) * k, t.label))
+                .collect()
+        }
+    };
+    for (px, label) in x_ticks {
+        let x = MARGIN_LEFT + px;
+        // Not under the axis caption at the left edge, nor past the right edge.
+        if x >= MARGIN_LEFT + 12.0 && x <= MARGIN_LEFT + pw - 18.0 {
             ctx.set_fill_style_str("#444444");
-            let _ = ctx.fill_text(&t.label, x, MARGIN_TOP + ph + 5.0);
+            let _ = ctx.fill_text(&label, x, MARGIN_TOP + ph + 5.0);
             ctx.set_fill_style_str("#999999");
             ctx.fill_rect(x.round(), MARGIN_TOP + ph, 1.0, 4.0);
         }
     }
     ctx.set_text_align("right");
     ctx.set_fill_style_str("#777777");
-    let _ = ctx.fill_text("event", MARGIN_LEFT - 6.0, MARGIN_TOP + ph + 5.0);
+    // (What time 0 is, on the time axis, is said above the plot: `crate::search::controls`.)
+    let caption = if vp.time().is_some() { "time" } else { "event" };
+    let _ = ctx.fill_text(caption, MARGIN_LEFT - 6.0, MARGIN_TOP + ph + 5.0);
     // Bands, clipped to the plot.
     ctx.save();
     ctx.begin_path();
@@ -140,16 +201,22 @@ pub fn draw_timeline(
         ctx: &ctx,
         ox: MARGIN_LEFT,
         oy: MARGIN_TOP,
+        paint_ms: 0.0,
     };
-    render_timeline(
+    let t_render = now_ms();
+    let stats = render_timeline(
         layout,
         &vp,
         RenderOptions {
-            selected: selected.map(|s| s as usize),
-            matches: &[],
+            selected: opts.selected.map(|s| s as usize),
+            matches: opts.matches,
         },
         &mut p,
     );
+    let timing = DrawTiming {
+        render_ms: now_ms() - t_render,
+        paint_ms: p.paint_ms,
+    };
     // Memory from before the trace: everything left of x = 1.
     if x0 < 1.0 {
         let xb = MARGIN_LEFT + vp.x_px(1.0);
@@ -167,6 +234,8 @@ pub fn draw_timeline(
     ctx.set_text_baseline("bottom");
     ctx.set_text_align("left");
     ctx.set_fill_style_str("#555555");
+    // Region labels start after whatever is written here.
+    let mut last_end = f64::NEG_INFINITY;
     if layout.n_events == 0 {
         let _ = ctx.fill_text(
             "no trace events: the snapshot's active blocks, all allocated before any trace",
@@ -176,20 +245,18 @@ pub fn draw_timeline(
     } else if x0 < 1.0 {
         // Left of the dashed line: before the first event. Pale bands were allocated before it.
         let xb = MARGIN_LEFT + vp.x_px(1.0);
-        let _ = ctx.fill_text(
-            "┆ trace starts (pale bands: allocated before it)",
-            xb - 3.0,
-            MARGIN_TOP - 3.0,
-        );
+        let text = "┆ trace starts (pale bands: allocated before it)";
+        let _ = ctx.fill_text(text, xb - 3.0, MARGIN_TOP - 3.0);
+        last_end = xb - 3.0 + ctx.measure_text(text).map(|m| m.width()).unwrap_or(260.0);
     }
     ctx.set_fill_style_str("#4a4aa8");
-    let mut last_end = f64::NEG_INFINITY;
+    ctx.set_text_align("left");
     for r in &layout.regions {
         if r.x1 <= x0 || r.x0 >= x1 {
             continue;
         }
         let a = MARGIN_LEFT + vp.x_px(r.x0.max(x0));
-        if a > last_end + 4.0 {
+        if a > last_end + 4.0 && a < MARGIN_LEFT + pw - 40.0 {
             let _ = ctx.fill_text(&r.label, a + 2.0, MARGIN_TOP - 3.0);
             last_end = a + ctx
                 .measure_text(&r.label)
@@ -197,24 +264,51 @@ pub fn draw_timeline(
                 .unwrap_or(60.0);
         }
     }
-    Some(vp)
+    Some((vp, stats, timing))
+}
+
+/// Where a draw's time went (ms): the bands (level of detail and canvas calls together), and
+/// the canvas calls alone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DrawTiming {
+    pub render_ms: f64,
+    pub paint_ms: f64,
+}
+
+/// The whole trace at the overview strip's width (what its pixels mean).
+pub fn overview_viewport(
+    layout: &TimelineLayout,
+    width_px: f64,
+    height_px: f64,
+    time: Option<Arc<TimeMap>>,
+) -> Viewport {
+    let pw = (width_px - MARGIN_LEFT - MARGIN_RIGHT).max(10.0);
+    let x_end = layout.x_end() as f64;
+    Viewport::new(0.0, x_end, 0.0, 1.0, pw, height_px).with_time(time)
 }
 
 /// Draws the overview strip (highest live total per column) and the visible window on it.
-pub fn draw_overview(canvas: &HtmlCanvasElement, layout: &TimelineLayout, x0: f64, x1: f64) {
+pub fn draw_overview(
+    canvas: &HtmlCanvasElement,
+    layout: &TimelineLayout,
+    x0: f64,
+    x1: f64,
+    time: Option<Arc<TimeMap>>,
+) {
     let Some((ctx, w, h)) = prepare(canvas) else {
         return;
     };
-    let pw = (w - MARGIN_LEFT - MARGIN_RIGHT).max(10.0);
+    let full = overview_viewport(layout, w, h, time);
+    let pw = full.width_px;
     let mut p = CanvasPainter {
         ctx: &ctx,
         ox: MARGIN_LEFT,
         oy: 0.0,
+        paint_ms: 0.0,
     };
-    render_overview(layout, pw, h, &mut p);
-    let x_end = layout.x_end() as f64;
-    let a = MARGIN_LEFT + x0 / x_end * pw;
-    let b = MARGIN_LEFT + x1 / x_end * pw;
+    render_overview(layout, &full, &mut p);
+    let a = MARGIN_LEFT + full.x_px(x0);
+    let b = MARGIN_LEFT + full.x_px(x1);
     ctx.set_fill_style_str("rgba(0,0,0,0.08)");
     ctx.fill_rect(MARGIN_LEFT, 0.0, (a - MARGIN_LEFT).max(0.0), h);
     ctx.fill_rect(b, 0.0, (MARGIN_LEFT + pw - b).max(0.0), h);

@@ -5,9 +5,16 @@
 pub mod app;
 pub mod bridge;
 pub mod canvas;
+pub mod event_list;
 pub mod panels;
 pub mod protocol;
+pub mod search;
+pub mod search_worker;
 pub mod state;
+pub mod state_canvas;
+pub mod state_data;
+pub mod state_view;
+pub mod state_worker;
 pub mod timeline;
 pub mod wire;
 pub mod worker;

@@ -1,9 +1,12 @@
 //! The page's one state and its reducer: open files, the selected file/device/view, the visible
 //! window, the pinned allocation, layouts received from the worker, and the URL hash that
-//! mirrors the view (`#file=..&device=..&view=..&x0=..&x1=..`).
+//! mirrors the view (`#file=..&device=..&view=..&x0=..&x1=..`, `&event=..` in the Allocator State
+//! History).
 
 use crate::protocol::FileInfo;
+use crate::state_data::{element_of_event, EventColumns, Shared, StateFrame};
 use memlens_core::layout::context::ElementContext;
+use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -54,7 +57,8 @@ impl View {
     /// Which stacked layout the view draws, if any.
     pub fn kind(self) -> Option<TimelineKind> {
         match self {
-            View::Timeline | View::Allocated => Some(TimelineKind::Active),
+            View::Timeline => Some(TimelineKind::Active),
+            View::Allocated => Some(TimelineKind::Allocated),
             View::Segments => Some(TimelineKind::Segments),
             View::State | View::Settings => None,
         }
@@ -69,6 +73,10 @@ pub struct HashState {
     pub view: Option<View>,
     pub x0: Option<f64>,
     pub x1: Option<f64>,
+    /// Allocator State History: the device-local trace entry whose state is shown.
+    pub event: Option<u32>,
+    /// Timelines: x axis in wall-clock time (`axis=time`) instead of event index.
+    pub time_axis: bool,
 }
 
 fn decode_component(s: &str) -> String {
@@ -96,6 +104,8 @@ impl HashState {
                 "view" => h.view = View::from_key(v),
                 "x0" => h.x0 = v.parse().ok().filter(|x: &f64| x.is_finite()),
                 "x1" => h.x1 = v.parse().ok().filter(|x: &f64| x.is_finite()),
+                "event" => h.event = v.parse().ok(),
+                "axis" => h.time_axis = v == "time",
                 _ => {}
             }
         }
@@ -113,8 +123,14 @@ impl HashState {
         if let Some(v) = self.view {
             parts.push(format!("view={}", v.key()));
         }
+        if let Some(e) = self.event {
+            parts.push(format!("event={e}"));
+        }
         if let (Some(a), Some(b)) = (self.x0, self.x1) {
             parts.push(format!("x0={}&x1={}", round2(a), round2(b)));
+        }
+        if self.time_axis {
+            parts.push("axis=time".to_string());
         }
         format!("#{}", parts.join("&"))
     }
@@ -173,6 +189,19 @@ pub struct AppState {
     pub context: Option<(LayoutKey, u32, bool, Option<ElementContext>)>,
     /// Hash state naming a file that is not open yet.
     pub pending_hash: Option<HashState>,
+    /// Allocator State History: the selected trace entry (`None`: the last one).
+    pub event: Option<u32>,
+    /// Allocator State History: list columns by (file id, device).
+    pub state_events: HashMap<(u32, u32), Shared<EventColumns>>,
+    /// Allocator State History: the latest state the worker sent (any file or device).
+    pub state_frame: Option<Shared<StateFrame>>,
+    /// Timelines: the search boxes (address, frame) and the query's sequence number.
+    pub search_text: (String, String),
+    pub search_seq: u32,
+    /// The answer to the latest query (`crate::search`).
+    pub search: Option<crate::search::SearchOutcome>,
+    /// Timelines: x axis in wall-clock time.
+    pub time_axis: bool,
 }
 
 pub enum Action {
@@ -222,6 +251,30 @@ pub enum Action {
     ToggleFullStack,
     DismissError,
     ApplyHash(HashState),
+    /// Allocator State History: list columns arrived.
+    StateEvents(Shared<EventColumns>),
+    /// Allocator State History: a state arrived.
+    StateFrame(Shared<StateFrame>),
+    /// Allocator State History: show the state after this entry (and pin its allocation).
+    SelectEvent(u32),
+    /// Allocator State History: pin the allocation of the block at this address.
+    PinBlock(u64),
+    /// Timelines: the search boxes changed.
+    SetSearch {
+        address: String,
+        frame: String,
+    },
+    /// Timelines: the worker answered query `seq` for layout `key` (`bits`: matches bitset).
+    SearchResult {
+        key: LayoutKey,
+        seq: u32,
+        count: u32,
+        error: Option<String>,
+        bits: Option<Vec<u64>>,
+        search_ms: f64,
+    },
+    /// Timelines: x axis in wall-clock time (true) or event index.
+    SetTimeAxis(bool),
 }
 
 impl AppState {
@@ -255,6 +308,41 @@ impl AppState {
         self.layouts.get(&self.layout_key()?)
     }
 
+    /// The layout whose elements `selected` and `context` refer to: the view's own, or the
+    /// Active Memory Timeline's in the Allocator State History (so a pin survives switching).
+    pub fn element_key(&self) -> Option<LayoutKey> {
+        if self.view() != View::State {
+            return self.layout_key();
+        }
+        let info = self.current_info()?;
+        let device = self.device.or(info.default_device)?;
+        Some((self.current?, device, TimelineKind::Active))
+    }
+
+    /// The state view's list columns for the current file and device, if they arrived.
+    pub fn current_events(&self) -> Option<&Shared<EventColumns>> {
+        let info = self.current_info()?;
+        let device = self.device.or(info.default_device)?;
+        self.state_events.get(&(self.current?, device))
+    }
+
+    /// Shows the state after entry `i` and pins the allocation that entry allocates or frees.
+    fn select_event(&mut self, i: u32) {
+        self.event = Some(i);
+        let layout = self
+            .element_key()
+            .filter(|k| k.2 == TimelineKind::Active)
+            .and_then(|k| self.layouts.get(&k));
+        let el = match (layout, self.current_events()) {
+            (Some(l), Some(ev)) => element_of_event(&l.0, ev, i),
+            _ => return,
+        };
+        if el != self.selected {
+            self.selected = el;
+            self.context = None;
+        }
+    }
+
     /// `empty | loading | ready | error` for the root's `data-state`.
     pub fn page_state(&self) -> &'static str {
         match self.current_file().map(|f| &f.status) {
@@ -279,6 +367,8 @@ impl AppState {
             view: Some(self.view()),
             x0: self.window.map(|w| w.0),
             x1: self.window.map(|w| w.1),
+            event: self.event.filter(|_| self.view() == View::State),
+            time_axis: self.time_axis,
         }
     }
 
@@ -294,6 +384,7 @@ impl AppState {
         self.window = None;
         self.selected = None;
         self.context = None;
+        self.event = None;
         self.device = self.current_info().and_then(|i| i.default_device);
     }
 
@@ -327,15 +418,22 @@ impl AppState {
                 self.device = Some(d);
                 self.selected = None;
                 self.context = None;
+                self.event = None;
             }
         }
         if let Some(v) = h.view {
             self.view = Some(v);
         }
+        if let Some(e) = h.event.filter(|_| self.view() == View::State) {
+            if self.event != Some(e) {
+                self.select_event(e);
+            }
+        }
         self.window = match (h.x0, h.x1) {
             (Some(a), Some(b)) if b > a => Some((a, b)),
             _ => None,
         };
+        self.time_axis = h.time_axis;
         self.pending_hash = None;
     }
 }
@@ -415,7 +513,7 @@ impl Reducible for AppState {
                 full,
                 ctx,
             } => {
-                if s.layout_key() == Some(key) && s.selected == Some(elem) {
+                if s.element_key() == Some(key) && s.selected == Some(elem) {
                     s.context = Some((key, elem, full, ctx));
                 }
             }
@@ -438,13 +536,37 @@ impl Reducible for AppState {
                 s.window = None;
                 s.selected = None;
                 s.context = None;
+                s.event = None;
             }
             Action::SelectView(v) => {
                 if s.view() != v {
+                    // A pin survives switching between the views that draw the Active
+                    // timeline's elements and the Allocator State History; in the latter it
+                    // opens the state at the pinned allocation's alloc.
+                    let linked =
+                        |w: View| w == View::State || w.kind() == Some(TimelineKind::Active);
+                    let keep = linked(s.view()) && linked(v);
+                    let from_key = s.element_key();
                     s.view = Some(v);
                     s.window = None;
-                    s.selected = None;
-                    s.context = None;
+                    if !keep {
+                        s.selected = None;
+                        s.context = None;
+                    } else if v == View::State {
+                        let el = from_key.and_then(|k| s.layouts.get(&k)).zip(s.selected);
+                        if let Some((l, e)) = el {
+                            let el = &l.0.elements;
+                            let (a, f) = (
+                                el.alloc_row.get(e as usize).copied(),
+                                el.free_row.get(e as usize).copied(),
+                            );
+                            match (a, f) {
+                                (Some(a), _) if a != NO_ROW => s.event = Some(a),
+                                (_, Some(f)) if f != NO_ROW => s.event = f.checked_sub(1),
+                                _ => {}
+                            }
+                        }
+                    }
                 }
             }
             Action::SetWindow(a, b) => {
@@ -462,11 +584,70 @@ impl Reducible for AppState {
                 s.context = None;
             }
             Action::DismissError => s.error = None,
+            Action::StateEvents(ev) => {
+                let key = (ev.file, ev.device);
+                s.state_events.insert(key, ev);
+                if s.view() == View::State && s.selected.is_none() {
+                    if let Some(e) = s.event {
+                        s.select_event(e);
+                    }
+                }
+            }
+            Action::StateFrame(f) => s.state_frame = Some(f),
+            Action::SelectEvent(i) => s.select_event(i),
+            Action::PinBlock(addr) => {
+                let layout = s.element_key().and_then(|k| s.layouts.get(&k));
+                let at = s
+                    .state_frame
+                    .as_ref()
+                    .filter(|f| Some((f.file, f.device)) == s.element_key().map(|k| (k.0, k.1)))
+                    .map(|f| f.meta.event);
+                let el = match (layout, at) {
+                    (Some(l), Some(at)) => crate::state_data::element_at(&l.0, addr, at, false),
+                    _ => None,
+                };
+                s.selected = el;
+                s.context = None;
+            }
             Action::ApplyHash(h) => {
                 if h != s.hash() {
                     s.apply_hash(h);
                 }
             }
+            Action::SetSearch { address, frame } => {
+                s.search_seq = s.search_seq.wrapping_add(1);
+                s.search_text = (address, frame);
+                if s.search_text.0.trim().is_empty() && s.search_text.1.trim().is_empty() {
+                    s.search = None;
+                }
+            }
+            Action::SearchResult {
+                key,
+                seq,
+                count,
+                error,
+                bits,
+                search_ms,
+            } => {
+                if s.layout_key() != Some(key) || s.search_seq != seq {
+                    return self;
+                }
+                let matches = match (bits, s.layouts.get(&key)) {
+                    (Some(b), Some(l)) => Some(crate::search::SharedMatches(Rc::new(
+                        memlens_core::layout::Matches::new(&l.0, b),
+                    ))),
+                    _ => None,
+                };
+                s.search = Some(crate::search::SearchOutcome {
+                    key,
+                    seq,
+                    count,
+                    error,
+                    matches,
+                    search_ms,
+                });
+            }
+            Action::SetTimeAxis(t) => s.time_axis = t,
         }
         Rc::new(s)
     }

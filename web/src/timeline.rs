@@ -1,11 +1,23 @@
 //! The timeline view: canvas, overview strip and tooltip, with wheel zoom around the pointer,
-//! drag to pan, click to pin, double-click or `0` to reset, `+`/`-`/arrows on the keyboard.
-//! It only reads the layout and reports window changes and pins upward.
+//! drag to pan, shift-drag to zoom to a range (box zoom), click to pin, double-click or `0` to
+//! reset, `+`/`-`/arrows on the keyboard. Pointer positions go through the drawn viewport, so
+//! everything works the same on the event and the wall-clock axis. It only reads the layout
+//! and reports window changes and pins upward.
+//!
+//! Each draw and each hover hit test is timed: the canvas carries `data-draw-ms` (the last
+//! draw), `data-draw-log` (the last 50, comma-separated), `data-render-ms` (bands: level of
+//! detail and canvas calls), `data-paint-ms` (canvas calls alone), `data-rects`, `data-bands`
+//! (bands drawn one by one) and `data-hit-ms`, for the browser benchmarks.
 
-use crate::canvas::{draw_overview, draw_timeline, MARGIN_LEFT, MARGIN_RIGHT};
+use crate::bridge::now_ms;
+use crate::canvas::{
+    draw_overview, draw_timeline, overview_viewport, DrawOptions, MARGIN_LEFT, MARGIN_TOP,
+};
+use crate::search::SharedMatches;
 use crate::state::SharedLayout;
 use memlens_core::layout::context::tooltip;
-use memlens_core::layout::{TimelineKind, Viewport};
+use memlens_core::layout::{TimeMap, TimelineKind, Viewport};
+use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, KeyboardEvent, MouseEvent, WheelEvent};
@@ -17,15 +29,30 @@ pub struct Props {
     pub kind: TimelineKind,
     pub window: Option<(f64, f64)>,
     pub selected: Option<u32>,
+    /// Search matches to outline (and mark on the rug).
+    #[prop_or_default]
+    pub matches: Option<SharedMatches>,
+    /// x axis in wall-clock time (when the layout has times).
+    #[prop_or_default]
+    pub time_axis: bool,
     pub on_window: Callback<Option<(f64, f64)>>,
     pub on_pin: Callback<Option<u32>>,
     /// Called after each paint (the page measures time to first paint with it).
     pub on_painted: Callback<()>,
 }
 
+#[derive(Clone, Copy, PartialEq)]
+enum DragMode {
+    Pan,
+    /// Shift-drag: select an x range to zoom to.
+    Box,
+}
+
 struct Drag {
     start_px: f64,
-    start_window: (f64, f64),
+    /// The viewport when the drag began (a pan maps pixels through it).
+    start_vp: Option<Viewport>,
+    mode: DragMode,
     moved: bool,
 }
 
@@ -43,10 +70,37 @@ fn clamp_window(a: f64, b: f64, x_end: f64) -> (f64, f64) {
     (a, a + w)
 }
 
-fn zoom(window: (f64, f64), at: f64, factor: f64, x_end: f64) -> (f64, f64) {
-    let (a, b) = window;
-    let at = at.clamp(a, b);
-    clamp_window(at - (at - a) * factor, at + (b - at) * factor, x_end)
+/// The window seen when the plot's pixel range `[px0, px1]` is stretched over the plot.
+fn window_of_px(vp: &Viewport, px0: f64, px1: f64, x_end: f64) -> (f64, f64) {
+    clamp_window(vp.x_data(px0), vp.x_data(px1), x_end)
+}
+
+/// Zoom by `factor` around plot pixel `at_px` (factor < 1 zooms in).
+fn zoom_px(vp: &Viewport, at_px: f64, factor: f64, x_end: f64) -> (f64, f64) {
+    let at = at_px.clamp(0.0, vp.width_px);
+    window_of_px(
+        vp,
+        at - at * factor,
+        at + (vp.width_px - at) * factor,
+        x_end,
+    )
+}
+
+fn set_attr(c: &HtmlCanvasElement, name: &str, value: &str) {
+    let _ = c.set_attribute(name, value);
+}
+
+/// Appends a draw time to the canvas's `data-draw-log` (last 50).
+fn log_draw(c: &HtmlCanvasElement, ms: f64) {
+    let mut log: Vec<String> = c
+        .get_attribute("data-draw-log")
+        .map(|s| s.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    log.retain(|s| !s.is_empty());
+    log.push(format!("{ms:.2}"));
+    let skip = log.len().saturating_sub(50);
+    set_attr(c, "data-draw-log", &log[skip..].join(","));
+    set_attr(c, "data-draw-ms", &format!("{ms:.2}"));
 }
 
 #[function_component(TimelineView)]
@@ -55,12 +109,22 @@ pub fn timeline_view(p: &Props) -> Html {
     let overview = use_node_ref();
     let hover = use_state(|| None::<(u32, f64, f64)>);
     let drag = use_mut_ref(|| None::<Drag>);
+    // Box zoom selection being dragged: plot pixels (from, to).
+    let boxsel = use_state(|| None::<(f64, f64)>);
     let resize_tick = use_state(|| 0u32);
     let x_end = p.layout.0.x_end() as f64;
     let window = p
         .window
         .map(|(a, b)| clamp_window(a, b, x_end))
         .unwrap_or((0.0, x_end));
+    let time: Option<Arc<TimeMap>> = (*use_memo((p.layout.clone(), p.time_axis), |(l, on)| {
+        if *on {
+            TimeMap::new(&l.0.time_us).map(Arc::new)
+        } else {
+            None
+        }
+    }))
+    .clone();
     let live = use_mut_ref(|| Live {
         layout: None,
         window,
@@ -82,14 +146,40 @@ pub fn timeline_view(p: &Props) -> Html {
             live.clone(),
             p.on_painted.clone(),
         );
-        let deps = (p.layout.clone(), window, p.selected, *resize_tick);
-        use_effect_with(deps, move |(layout, window, selected, _)| {
+        let deps = (
+            p.layout.clone(),
+            window,
+            p.selected,
+            p.matches.clone(),
+            time.as_ref().map(|t| Arc::as_ptr(t) as usize),
+            *resize_tick,
+        );
+        let time = time.clone();
+        use_effect_with(deps, move |(layout, window, selected, matches, _, _)| {
             if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                let vp = draw_timeline(&c, &layout.0, window.0, window.1, *selected);
-                live.borrow_mut().vp = vp;
+                let t0 = now_ms();
+                let drawn = draw_timeline(
+                    &c,
+                    &layout.0,
+                    window.0,
+                    window.1,
+                    DrawOptions {
+                        selected: *selected,
+                        matches: matches.as_ref().map(|m| m.0.as_ref()),
+                        time: time.clone(),
+                    },
+                );
+                log_draw(&c, now_ms() - t0);
+                if let Some((_, st, tm)) = &drawn {
+                    set_attr(&c, "data-rects", &st.rects.to_string());
+                    set_attr(&c, "data-bands", &st.elements_visited.to_string());
+                    set_attr(&c, "data-render-ms", &format!("{:.2}", tm.render_ms));
+                    set_attr(&c, "data-paint-ms", &format!("{:.2}", tm.paint_ms));
+                }
+                live.borrow_mut().vp = drawn.map(|d| d.0);
             }
             if let Some(o) = overview.cast::<HtmlCanvasElement>() {
-                draw_overview(&o, &layout.0, window.0, window.1);
+                draw_overview(&o, &layout.0, window.0, window.1, time);
             }
             on_painted.emit(());
         });
@@ -105,12 +195,12 @@ pub fn timeline_view(p: &Props) -> Html {
                 let wheel = Closure::<dyn FnMut(WheelEvent)>::new(move |e: WheelEvent| {
                     e.prevent_default();
                     let l = live2.borrow();
-                    let (Some(layout), Some(vp)) = (&l.layout, l.vp) else {
+                    let (Some(layout), Some(vp)) = (&l.layout, &l.vp) else {
                         return;
                     };
-                    let at = vp.x_data(e.offset_x() as f64 - MARGIN_LEFT);
+                    let at = e.offset_x() as f64 - MARGIN_LEFT;
                     let factor = (e.delta_y() * 0.0015).exp();
-                    let w = zoom(l.window, at, factor, layout.0.x_end() as f64);
+                    let w = zoom_px(vp, at, factor, layout.0.x_end() as f64);
                     l.on_window.emit(Some(w));
                 });
                 let opts = web_sys::AddEventListenerOptions::new();
@@ -149,51 +239,73 @@ pub fn timeline_view(p: &Props) -> Html {
     }
 
     let hit = {
-        let live = live.clone();
+        let (live, canvas) = (live.clone(), canvas.clone());
         move |e: &MouseEvent| -> Option<u32> {
             let l = live.borrow();
-            let (layout, vp) = (l.layout.as_ref()?, l.vp?);
+            let (layout, vp) = (l.layout.as_ref()?, l.vp.as_ref()?);
             let (x, y) = (
                 e.offset_x() as f64 - MARGIN_LEFT,
-                e.offset_y() as f64 - crate::canvas::MARGIN_TOP,
+                e.offset_y() as f64 - MARGIN_TOP,
             );
             if x < 0.0 || y < 0.0 || x > vp.width_px || y > vp.height_px {
                 return None;
             }
-            layout.0.hit(vp.x_data(x), vp.y_data(y)).map(|e| e as u32)
+            let t0 = now_ms();
+            let h = layout.0.hit(vp.x_data(x), vp.y_data(y)).map(|e| e as u32);
+            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                set_attr(&c, "data-hit-ms", &format!("{:.3}", now_ms() - t0));
+            }
+            h
         }
     };
     let onmousedown = {
-        let drag = drag.clone();
+        let (drag, live) = (drag.clone(), live.clone());
         Callback::from(move |e: MouseEvent| {
             if e.button() == 0 {
                 *drag.borrow_mut() = Some(Drag {
-                    start_px: e.offset_x() as f64,
-                    start_window: window,
+                    start_px: e.offset_x() as f64 - MARGIN_LEFT,
+                    start_vp: live.borrow().vp.clone(),
+                    mode: if e.shift_key() {
+                        DragMode::Box
+                    } else {
+                        DragMode::Pan
+                    },
                     moved: false,
                 });
             }
         })
     };
     let onmousemove = {
-        let (drag, live, hover, hit) = (drag.clone(), live.clone(), hover.clone(), hit.clone());
+        let (drag, live, hover, hit, boxsel) = (
+            drag.clone(),
+            live.clone(),
+            hover.clone(),
+            hit.clone(),
+            boxsel.clone(),
+        );
         Callback::from(move |e: MouseEvent| {
             let mut d = drag.borrow_mut();
             if let Some(dr) = d.as_mut().filter(|_| e.buttons() & 1 == 1) {
-                let dx = e.offset_x() as f64 - dr.start_px;
+                let px = e.offset_x() as f64 - MARGIN_LEFT;
+                let dx = px - dr.start_px;
                 if dx.abs() > 3.0 {
                     dr.moved = true;
                 }
                 if dr.moved {
                     let l = live.borrow();
-                    if let (Some(layout), Some(vp)) = (&l.layout, l.vp) {
-                        let shift = dx / vp.sx();
-                        let (a, b) = dr.start_window;
-                        l.on_window.emit(Some(clamp_window(
-                            a - shift,
-                            b - shift,
-                            layout.0.x_end() as f64,
-                        )));
+                    if let (Some(layout), Some(vp)) = (&l.layout, &dr.start_vp) {
+                        match dr.mode {
+                            DragMode::Pan => l.on_window.emit(Some(window_of_px(
+                                vp,
+                                -dx,
+                                vp.width_px - dx,
+                                layout.0.x_end() as f64,
+                            ))),
+                            DragMode::Box => {
+                                let px = px.clamp(0.0, vp.width_px);
+                                boxsel.set(Some((dr.start_px, px)));
+                            }
+                        }
                     }
                     hover.set(None);
                     return;
@@ -207,18 +319,40 @@ pub fn timeline_view(p: &Props) -> Html {
         })
     };
     let onmouseup = {
-        let (drag, on_pin, hit) = (drag.clone(), p.on_pin.clone(), hit.clone());
+        let (drag, on_pin, hit, boxsel, live) = (
+            drag.clone(),
+            p.on_pin.clone(),
+            hit.clone(),
+            boxsel.clone(),
+            live.clone(),
+        );
         Callback::from(move |e: MouseEvent| {
             let d = drag.borrow_mut().take();
-            if d.is_some_and(|d| !d.moved) {
+            let Some(d) = d else { return };
+            if !d.moved {
                 on_pin.emit(hit(&e));
+                return;
+            }
+            if d.mode == DragMode::Box {
+                boxsel.set(None);
+                let px = e.offset_x() as f64 - MARGIN_LEFT;
+                let l = live.borrow();
+                if let (Some(layout), Some(vp)) = (&l.layout, &d.start_vp) {
+                    let (a, b) = (d.start_px.min(px), d.start_px.max(px));
+                    let (a, b) = (a.clamp(0.0, vp.width_px), b.clamp(0.0, vp.width_px));
+                    if b - a >= 3.0 {
+                        l.on_window
+                            .emit(Some(window_of_px(vp, a, b, layout.0.x_end() as f64)));
+                    }
+                }
             }
         })
     };
     let onmouseleave = {
-        let (drag, hover) = (drag.clone(), hover.clone());
+        let (drag, hover, boxsel) = (drag.clone(), hover.clone(), boxsel.clone());
         Callback::from(move |_| {
             *drag.borrow_mut() = None;
+            boxsel.set(None);
             hover.set(None);
         })
     };
@@ -227,31 +361,42 @@ pub fn timeline_view(p: &Props) -> Html {
         Callback::from(move |_| on_window.emit(None))
     };
     let onkeydown = {
-        let on_window = p.on_window.clone();
+        let (on_window, live) = (p.on_window.clone(), live.clone());
         Callback::from(move |e: KeyboardEvent| {
-            let (a, b) = window;
-            let mid = (a + b) / 2.0;
-            let w = match e.key().as_str() {
-                "+" | "=" => Some(zoom(window, mid, 0.8, x_end)),
-                "-" | "_" => Some(zoom(window, mid, 1.25, x_end)),
-                "ArrowLeft" => Some(clamp_window(a - (b - a) * 0.1, b - (b - a) * 0.1, x_end)),
-                "ArrowRight" => Some(clamp_window(a + (b - a) * 0.1, b + (b - a) * 0.1, x_end)),
+            let l = live.borrow();
+            let Some(vp) = &l.vp else { return };
+            let (w, mid) = (vp.width_px, vp.width_px / 2.0);
+            let win = match e.key().as_str() {
+                "+" | "=" => Some(zoom_px(vp, mid, 0.8, x_end)),
+                "-" | "_" => Some(zoom_px(vp, mid, 1.25, x_end)),
+                "ArrowLeft" => Some(window_of_px(vp, -0.1 * w, 0.9 * w, x_end)),
+                "ArrowRight" => Some(window_of_px(vp, 0.1 * w, 1.1 * w, x_end)),
                 "0" | "Home" => None,
                 _ => return,
             };
             e.prevent_default();
-            on_window.emit(w);
+            on_window.emit(win);
         })
     };
     // Overview: click or drag to move the window there.
     let overview_move = {
-        let (overview, on_window) = (overview.clone(), p.on_window.clone());
+        let (overview, on_window, layout, time) = (
+            overview.clone(),
+            p.on_window.clone(),
+            p.layout.clone(),
+            time.clone(),
+        );
         move |e: &MouseEvent| {
             let Some(o) = overview.cast::<HtmlCanvasElement>() else {
                 return;
             };
-            let pw = (o.client_width() as f64 - MARGIN_LEFT - MARGIN_RIGHT).max(1.0);
-            let at = (e.offset_x() as f64 - MARGIN_LEFT) / pw * x_end;
+            let full = overview_viewport(
+                &layout.0,
+                o.client_width() as f64,
+                o.client_height() as f64,
+                time.clone(),
+            );
+            let at = full.x_data(e.offset_x() as f64 - MARGIN_LEFT);
             let half = (window.1 - window.0) / 2.0;
             on_window.emit(Some(clamp_window(at - half, at + half, x_end)));
         }
@@ -268,11 +413,25 @@ pub fn timeline_view(p: &Props) -> Html {
 
     let tip =
         hover.and_then(|(el, x, y)| tooltip(&p.layout.0, p.kind, el as usize).map(|t| (t, x, y)));
+    let zoom_box = boxsel.map(|(a, b)| {
+        format!(
+            "left:{}px;width:{}px;top:{}px;bottom:{}px",
+            MARGIN_LEFT + a.min(b),
+            (b - a).abs(),
+            MARGIN_TOP,
+            crate::canvas::MARGIN_BOTTOM
+        )
+    });
     html! {
         <div class="timeline">
             <div class="plot">
                 <canvas ref={canvas} class="plot-canvas" tabindex="0" data-testid="timeline-canvas"
+                    data-window={format!("{:.2},{:.2}", window.0, window.1)}
+                    data-axis={if time.is_some() { "time" } else { "events" }}
                     {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {ondblclick} {onkeydown} />
+                if let Some(style) = zoom_box {
+                    <div class="zoom-box" data-testid="zoom-box" {style}></div>
+                }
                 if let Some((t, x, y)) = tip {
                     <div class="tooltip" data-testid="tooltip" style={format!("left:{}px;top:{}px", x + 14.0, y + 14.0)}>
                         { t }

@@ -2,7 +2,9 @@
 //! layout columns as typed arrays whose buffers are transferred.
 
 use crate::protocol::{LayoutMeta, LAYOUT_ARRAYS};
-use js_sys::{Array, BigUint64Array, Object, Reflect, Uint32Array, Uint8Array};
+use js_sys::{
+    Array, BigInt64Array, BigUint64Array, Float32Array, Object, Reflect, Uint32Array, Uint8Array,
+};
 use memlens_core::layout::{Elements, TimelineLayout};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -38,16 +40,32 @@ fn u32s(v: &[u32]) -> JsValue {
     Uint32Array::from(v).into()
 }
 
-fn u64s(v: &[u64]) -> JsValue {
+/// A `BigUint64Array` copy of `v`.
+pub fn u64s(v: &[u64]) -> JsValue {
     let a = BigUint64Array::new_with_length(v.len() as u32);
     a.copy_from(v);
     a.into()
 }
 
+fn i64s(v: &[i64]) -> JsValue {
+    let a = BigInt64Array::new_with_length(v.len() as u32);
+    a.copy_from(v);
+    a.into()
+}
+
+fn f32s(v: &[f32]) -> JsValue {
+    Float32Array::from(v).into()
+}
+
+/// The buffer of a typed array, for a transfer list.
+pub fn buffer_of(v: &JsValue) -> Option<JsValue> {
+    Reflect::get(v, &"buffer".into()).ok()
+}
+
 /// The layout's columns as named typed arrays, plus the list of their buffers to transfer.
 pub fn layout_arrays(l: &TimelineLayout) -> (Vec<(&'static str, JsValue)>, Array) {
     let e = &l.elements;
-    let values: [JsValue; 14] = [
+    let values: [JsValue; 16] = [
         u64s(&e.size_bytes),
         u64s(&e.addr),
         u32s(&e.version),
@@ -58,10 +76,12 @@ pub fn layout_arrays(l: &TimelineLayout) -> (Vec<(&'static str, JsValue)>, Array
         u64s(&e.stream),
         Uint8Array::from(e.origin.as_slice()).into(),
         u32s(&e.stack),
+        u32s(&e.pool),
         u32s(&l.piece_start),
         u32s(&l.piece_t0),
-        u64s(&l.piece_y0),
+        f32s(&l.piece_y0),
         u64s(&l.total_bytes),
+        i64s(&l.time_us),
     ];
     let transfer = Array::new();
     for v in &values {
@@ -82,7 +102,8 @@ fn get_u32s(data: &JsValue, name: &str) -> Result<Vec<u32>, String> {
         .map_err(|_| format!("layout column {name} missing"))
 }
 
-fn get_u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
+/// A `BigUint64Array` field as a vector.
+pub fn get_u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
     field(data, name)
         .dyn_into::<BigUint64Array>()
         .map(|a| a.to_vec())
@@ -91,6 +112,7 @@ fn get_u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
 
 /// Rebuilds a layout on the page from a `Layout` message.
 pub fn layout_from_message(data: &JsValue, meta: LayoutMeta) -> Result<TimelineLayout, String> {
+    let t_copy = crate::bridge::now_ms();
     let elements = Elements {
         size_bytes: get_u64s(data, "size_bytes")?,
         addr: get_u64s(data, "addr")?,
@@ -105,17 +127,42 @@ pub fn layout_from_message(data: &JsValue, meta: LayoutMeta) -> Result<TimelineL
             .map(|a| a.to_vec())
             .map_err(|_| "layout column origin missing")?,
         stack: get_u32s(data, "stack")?,
+        pool: get_u32s(data, "pool")?,
     };
-    TimelineLayout::from_parts(
+    let piece_start = get_u32s(data, "piece_start")?;
+    let piece_t0 = get_u32s(data, "piece_t0")?;
+    let piece_y0 = field(data, "piece_y0")
+        .dyn_into::<Float32Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| "layout column piece_y0 missing")?;
+    let total_bytes = get_u64s(data, "total_bytes")?;
+    let time_us = field(data, "time_us")
+        .dyn_into::<BigInt64Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| "layout column time_us missing")?;
+    let t0 = crate::bridge::now_ms();
+    let l = TimelineLayout::from_parts(
         meta.n_events,
         elements,
-        get_u32s(data, "piece_start")?,
-        get_u32s(data, "piece_t0")?,
-        get_u64s(data, "piece_y0")?,
-        get_u64s(data, "total_bytes")?,
+        piece_start,
+        piece_t0,
+        piece_y0,
+        total_bytes,
+        time_us,
         meta.markers,
         meta.regions,
         meta.warnings,
+        meta.pools,
+        meta.monotone,
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    web_sys::console::log_1(
+        &format!(
+            "memlens: layout columns copied into the page in {:.0} ms, indices (level of detail, maxima) built in {:.0} ms",
+            t0 - t_copy,
+            crate::bridge::now_ms() - t0
+        )
+        .into(),
+    );
+    Ok(l)
 }

@@ -22,6 +22,10 @@ const CHUNK_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
 struct Ready {
     snap: Snapshot,
     layouts: HashMap<(u32, TimelineKind), TimelineLayout>,
+    /// Allocator State History per device (crate::state_worker).
+    state: crate::state_worker::StateCache,
+    /// Search indices (crate::search_worker).
+    search: crate::search_worker::SearchCache,
 }
 
 #[derive(Default)]
@@ -101,6 +105,31 @@ fn handle(state: &Shared, data: JsValue) {
             state.borrow_mut().files.remove(&id);
         }
         ToWorker::Layout { id, device, kind } => send_layout(state, id, device, kind),
+        ToWorker::StateEvents { id, device } => {
+            let mut s = state.borrow_mut();
+            let f = s.files.get_mut(&id).map(|f| (&f.snap, &mut f.state));
+            crate::state_worker::send_events(f, id, device);
+        }
+        ToWorker::StateAt { id, device, event } => {
+            let mut s = state.borrow_mut();
+            let f = s.files.get_mut(&id).map(|f| (&f.snap, &mut f.state));
+            crate::state_worker::send_state(f, id, device, event);
+        }
+        ToWorker::Search {
+            id,
+            device,
+            kind,
+            seq,
+            address,
+            frame,
+        } => {
+            let mut s = state.borrow_mut();
+            let f = s.files.get_mut(&id).map(|f| {
+                layout_for(f, device, kind);
+                (&f.snap, f.layouts.get(&(device, kind)), &mut f.search)
+            });
+            crate::search_worker::send_result(f, id, device, kind, seq, &address, &frame);
+        }
         ToWorker::Context {
             id,
             device,
@@ -271,13 +300,28 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
         Ready {
             snap,
             layouts: HashMap::new(),
+            state: Default::default(),
+            search: Default::default(),
         },
     );
     post(&FromWorker::Loaded { id, info }, &[], None);
     // The first view needs this layout anyway: send it without waiting to be asked.
     if let Some(d) = default_device {
         send_layout(st, id, d, TimelineKind::Active);
+        prebuild_state(st, id, d);
     }
+}
+
+/// Builds the default device's allocator state history and event list once the queued
+/// messages have been answered, so that opening the Allocator State History costs no build.
+fn prebuild_state(st: &Shared, id: u32, device: u32) {
+    let st = st.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        yield_now().await;
+        if let Some(f) = st.borrow_mut().files.get_mut(&id) {
+            f.state.prebuild(&f.snap, device);
+        }
+    });
 }
 
 fn layout_for(f: &mut Ready, device: u32, kind: TimelineKind) -> &TimelineLayout {
@@ -308,6 +352,8 @@ fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
         regions: l.regions.clone(),
         warnings: l.warnings.clone(),
         build_ms,
+        pools: l.pools.clone(),
+        monotone: l.is_monotone(),
     };
     let (arrays, transfer) = wire::layout_arrays(l);
     // The page draws from its own copy; stack lookups here need only the element columns.

@@ -3,7 +3,9 @@
 
 mod flamegraph;
 mod fmt;
+mod html;
 mod load;
+mod serve;
 mod stats;
 mod synth;
 mod trace;
@@ -32,6 +34,10 @@ enum Cmd {
     Compare(flamegraph::CompareArgs),
     /// Write a snapshot pickle from a simulated CUDA caching allocator (any size, seeded).
     Synth(synth::Args),
+    /// The viewer as one HTML file that opens from disk, or a report with snapshots embedded (like `_memory_viz trace_plot`, offline).
+    Html(html::Args),
+    /// Serve the viewer with snapshots open on 127.0.0.1, for an SSH port forward from a GPU node.
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +56,8 @@ fn main() -> ExitCode {
         Cmd::Memory(a) => flamegraph::run(flamegraph::Kind::Memory, a),
         Cmd::Compare(a) => flamegraph::run_compare(a),
         Cmd::Synth(a) => synth::run(a),
+        Cmd::Html(a) => html::run(a),
+        Cmd::Serve(a) => serve::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

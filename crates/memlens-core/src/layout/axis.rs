@@ -1,5 +1,6 @@
 //! Axis ticks and the byte formatting every view shares (binary units, like upstream's
-//! `formatSize`): y ticks fall on powers of two so labels read `256 MiB`, `512 MiB`, `1 GiB`.
+//! `formatSize`): y ticks fall on powers of two so labels read `256 MiB`, `512 MiB`, `1 GiB`;
+//! x ticks count events, or read as wall-clock time since the first event.
 
 /// One tick: its value in data units and its label.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +75,59 @@ pub fn count_ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<Tick> {
     }
 }
 
+/// Ticks for a wall-clock axis on `[lo_us, hi_us]` (µs since the first event): steps of 1, 2
+/// or 5 × 10^k µs up to 5 s, then 10 s, 15 s, 30 s, 1, 2, 5, 10, 15, 30 min and whole hours.
+/// Labels are seconds with as many decimals as the step needs (`1.25 s`), or `m:ss` / `h:mm:ss`
+/// once the step is a second or more and the axis passes a minute.
+pub fn time_ticks(lo_us: f64, hi_us: f64, max_ticks: usize) -> Vec<Tick> {
+    let span = hi_us - lo_us;
+    if !(span.is_finite() && span > 0.0) || max_ticks == 0 {
+        return Vec::new();
+    }
+    let mut steps: Vec<f64> = Vec::new();
+    let mut base = 1.0f64;
+    while base < 1e6 {
+        steps.extend([base, 2.0 * base, 5.0 * base]);
+        base *= 10.0;
+    }
+    steps.extend([10e6, 15e6, 30e6, 60e6, 120e6, 300e6, 600e6, 900e6, 1800e6]);
+    let mut hours = 3600e6;
+    while hours < 1e15 {
+        steps.push(hours);
+        hours *= 2.0;
+    }
+    let step = steps
+        .into_iter()
+        .find(|&st| span / st <= max_ticks as f64)
+        .unwrap_or(span);
+    let clock = step >= 1e6 && hi_us >= 60e6;
+    let decimals = if step >= 1e6 {
+        0
+    } else {
+        (-(step / 1e6).log10()).ceil().max(0.0) as usize
+    };
+    ticks_with_step(lo_us, hi_us, step, move |v| {
+        if clock {
+            format_clock(v / 1e6)
+        } else {
+            format!("{:.*} s", decimals, v / 1e6)
+        }
+    })
+}
+
+/// `75` → `1:15`, `3725` → `1:02:05` (seconds, rounded; negative with a sign).
+pub fn format_clock(seconds: f64) -> String {
+    let neg = seconds < 0.0;
+    let t = seconds.abs().round() as u64;
+    let (h, m, s) = (t / 3600, (t / 60) % 60, t % 60);
+    let sign = if neg { "-" } else { "" };
+    if h > 0 {
+        format!("{sign}{h}:{m:02}:{s:02}")
+    } else {
+        format!("{sign}{m}:{s:02}")
+    }
+}
+
 fn ticks_with_step(lo: f64, hi: f64, step: f64, label: impl Fn(f64) -> String) -> Vec<Tick> {
     let mut v = (lo / step).ceil() * step;
     let mut out = Vec::new();
@@ -117,6 +171,26 @@ mod tests {
             [0.0, 1024.0, 2048.0]
         );
         assert!(bytes_ticks(5.0, 5.0, 4).is_empty());
+    }
+
+    #[test]
+    fn time_ticks_read_as_seconds_or_clock() {
+        let labels = |t: Vec<Tick>| t.into_iter().map(|t| t.label).collect::<Vec<_>>();
+        assert_eq!(
+            labels(time_ticks(0.0, 2_000_000.0, 5)),
+            ["0.0 s", "0.5 s", "1.0 s", "1.5 s", "2.0 s"]
+        );
+        assert_eq!(
+            labels(time_ticks(1000.0, 1003.0, 4)),
+            ["0.001000 s", "0.001001 s", "0.001002 s", "0.001003 s"]
+        );
+        assert_eq!(
+            labels(time_ticks(0.0, 180e6, 4)),
+            ["0:00", "1:00", "2:00", "3:00"]
+        );
+        assert_eq!(format_clock(3725.0), "1:02:05");
+        assert!(time_ticks(5.0, 5.0, 4).is_empty());
+        assert!(time_ticks(0.0, 1e6, 8).len() <= 8);
     }
 
     #[test]

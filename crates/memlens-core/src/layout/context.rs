@@ -3,7 +3,7 @@
 //! interpreter and dispatcher noise (reference §1.6), with consecutive repeats elided.
 
 use super::axis::format_bytes;
-use super::timeline::{Origin, TimelineKind, TimelineLayout, NO_ROW};
+use super::timeline::{Origin, TimelineKind, TimelineLayout, NO_POOL, NO_ROW};
 use crate::model::{Action, EntryExtra, Snapshot, StackId, TIME_NONE};
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +77,9 @@ pub fn element_context(
     let alloc_row = *el.alloc_row.get(e)?;
     let free_row = *el.free_row.get(e)?;
     let stack = StackId(*el.stack.get(e)?);
+    if origin == Origin::PoolEnvelope {
+        return Some(envelope_context(layout, e));
+    }
     let rows = snap.device_rows(device);
     let abs = |r: u32| {
         if r == NO_ROW {
@@ -111,7 +114,18 @@ pub fn element_context(
             "[Ghost block] active in the snapshot but never allocated in the trace: allocated before _record_memory_history() was enabled, or evicted from the ring buffer".to_string(),
         ),
         Origin::Remainder => notes.push("rest of a mapped range after part of it was unmapped".to_string()),
-        Origin::Traced => {}
+        Origin::Traced | Origin::PoolEnvelope => {}
+    }
+    // The pool (from the entry's `pool_id`, else from the segment holding the address).
+    if let Some(&(a, b)) = el.pool.get(e).and_then(|&p| layout.pools.get(p as usize)) {
+        let private = if (a, b) == (0, 0) {
+            ""
+        } else {
+            " (private pool)"
+        };
+        notes.push(format!("pool_id ({a}, {b}){private}"));
+    } else if el.pool.get(e) == Some(&NO_POOL) {
+        notes.push("pool_id unknown (its segment is not in the snapshot)".to_string());
     }
     // Per-entry strings of the row the frames come from.
     let src_row = if alloc_row != NO_ROW {
@@ -138,7 +152,8 @@ pub fn element_context(
         }
         for x in t.extras_of(a as u32) {
             match x {
-                EntryExtra::PoolId(p, q) => notes.push(format!("pool_id ({p}, {q})")),
+                // Shown above, as the element's pool.
+                EntryExtra::PoolId(..) => {}
                 EntryExtra::InternalMetadata(s) => {
                     notes.push(format!("Internal metadata: {}", snap.str(*s)))
                 }
@@ -186,6 +201,58 @@ pub fn element_context(
         hidden_frames,
         forward_frames,
     })
+}
+
+/// `pool (1, 42) stream 0`, for a private pool's envelope element.
+fn envelope_label(layout: &TimelineLayout, e: usize) -> String {
+    let el = &layout.elements;
+    let pool = el
+        .pool
+        .get(e)
+        .and_then(|&p| layout.pools.get(p as usize))
+        .map(|(a, b)| format!("({a}, {b})"))
+        .unwrap_or_else(|| "(unknown)".into());
+    format!(
+        "private pool {pool} stream {}",
+        el.stream.get(e).copied().unwrap_or(0)
+    )
+}
+
+/// `event 12 → event 40` in x terms (`x = event + 1`), for elements without entries.
+fn span_text(layout: &TimelineLayout, e: usize) -> String {
+    let el = &layout.elements;
+    let (s, en) = (
+        el.start_x.get(e).copied().unwrap_or(0),
+        el.end_x.get(e).copied().unwrap_or(0),
+    );
+    let from = match s {
+        0 => "before the trace".to_string(),
+        s => format!("event {}", s - 1),
+    };
+    let to = if en >= layout.x_end() {
+        "end of trace".to_string()
+    } else {
+        format!("event {}", en.saturating_sub(1))
+    };
+    format!("{from} → {to}")
+}
+
+/// What the panel says about a pool envelope.
+fn envelope_context(layout: &TimelineLayout, e: usize) -> ElementContext {
+    let el = &layout.elements;
+    ElementContext {
+        label: envelope_label(layout, e),
+        size_bytes: el.size_bytes.get(e).copied().unwrap_or(0),
+        addr: 0,
+        version: 0,
+        stream: el.stream.get(e).copied().unwrap_or(0),
+        alive: span_text(layout, e),
+        notes: vec![
+            "Private pool envelope: as tall as the larger of the pool's reserved segments and its live allocations, while that stays the same. The pool's allocations are stacked inside it; the rest is memory the pool holds but nothing uses (upstream's gray bar, which never shrinks; here it shrinks when the pool's segments are freed).".to_string(),
+        ],
+        frames: vec!["(a pool, not an allocation: no stack)".to_string()],
+        ..ElementContext::default()
+    }
 }
 
 /// Frames of a stack as `file:line:name`, filtered unless `full`, consecutive repeats elided.
@@ -238,6 +305,21 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
     let origin = Origin::from_u8(*el.origin.get(e)?);
     let alloc_row = *el.alloc_row.get(e)?;
     let free_row = *el.free_row.get(e)?;
+    if origin == Origin::PoolEnvelope {
+        return Some(format!(
+            "{} {} ({size} bytes)\nalive {}",
+            envelope_label(layout, e),
+            format_bytes(size as f64),
+            span_text(layout, e)
+        ));
+    }
+    let pool = el
+        .pool
+        .get(e)
+        .and_then(|&p| layout.pools.get(p as usize))
+        .filter(|&&p| p != (0, 0))
+        .map(|(a, b)| format!(", private pool ({a}, {b})"))
+        .unwrap_or_default();
     let prefix = if kind == TimelineKind::Segments {
         "s"
     } else {
@@ -259,7 +341,7 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
         _ => "",
     };
     Some(format!(
-        "{prefix}'{addr:x}_{version} {} ({size} bytes){note}\nalive {from} → {to}, stream {}",
+        "{prefix}'{addr:x}_{version} {} ({size} bytes){note}\nalive {from} → {to}, stream {}{pool}",
         format_bytes(size as f64),
         el.stream.get(e)?
     ))

@@ -6,11 +6,14 @@
 pub mod axis;
 pub mod context;
 pub mod paint;
+mod pools;
 pub mod render;
+pub mod search;
 pub mod timeline;
 
 pub use paint::{Painter, RecordingPainter, Style};
-pub use render::{render_overview, render_timeline, RenderOptions, RenderStats, Viewport};
+pub use render::{render_overview, render_timeline, RenderOptions, RenderStats, TimeMap, Viewport};
+pub use search::{AddressLabels, Matches, SearchIndex, SearchQuery};
 pub use timeline::{Elements, Marker, MarkerKind, Origin, Region, TimelineKind, TimelineLayout};
 
 #[cfg(test)]

@@ -9,12 +9,17 @@ pub enum Style {
     Band(u8),
     /// A band of memory allocated before the trace (drawn paler, with the same palette).
     BandBeforeTrace(u8),
-    /// Bands thinner than a pixel, merged.
+    /// The underlay: each pixel column filled up to its highest live total, which is what is
+    /// left of the bands too thin or too short-lived to draw one by one.
     Thin,
     /// Outline of the pinned element.
     Selected,
     /// Outline of elements matching a search.
     Match,
+    /// Marks along the top of the plot where a search match is alive.
+    MatchRug,
+    /// A private pool's envelope (Allocated view), drawn under its allocations.
+    PoolEnvelope,
     /// Live-total area of the overview (minimap).
     Overview,
     /// Shaded `external_annotations` region.

@@ -7,10 +7,18 @@
 //! the state before the first event and the whole trace spans `[0, n_events + 1)`. An element
 //! is alive on `[start_x, end_x)`.
 //!
-//! Each element's band is a list of *pieces*: maximal time spans with a constant bottom offset.
-//! Upstream stores the same thing as polygon vertices. The piece count is the number of
-//! (element, free below it) pairs, which real traces keep near 15× the allocation count; a
-//! budget stops pathological inputs (see [`PIECE_BUDGET`]).
+//! Each element's band is a list of *pieces*: time spans with a constant bottom offset.
+//! Upstream stores the same thing as polygon vertices. A free moves every band above it down;
+//! a piece is recorded only when the band has moved by more than 2^-[`PIECE_TOL_SHIFT`] of its
+//! top since its last piece. The y axis always starts at 0 and reaches at least the top of every
+//! band in view, so that error stays below 1/30 px on any screen while most pieces (the frees of
+//! small blocks far below a band) are never stored; bottoms are kept as `f32` for the same
+//! reason. A budget stops pathological inputs (see [`PIECE_BUDGET`]).
+//!
+//! Level of detail: elements are also indexed by (size class, lifetime class), both powers of
+//! two, in start order within a class ([`TimelineLayout::visible`]). A view asks only for the
+//! classes that can be taller and wider than a pixel, and finds the ones alive in its window by
+//! binary search, so a zoomed-out view of a million allocations never walks the short-lived ones.
 
 use crate::model::{Action, Snapshot};
 use rustc_hash::FxHashMap;
@@ -24,6 +32,10 @@ pub enum TimelineKind {
     /// cudaMalloc'd memory: `segment_alloc` … `segment_free`, plus `segment_map`/`segment_unmap`
     /// ranges of expandable segments (which upstream ignores).
     Segments,
+    /// Upstream's "Allocated Memory (incl. Private Pools)": the Active allocations, with each
+    /// private pool's allocations stacked inside an envelope as tall as the pool holds (see
+    /// [`super::pools`]).
+    Allocated,
 }
 
 /// Where an element comes from.
@@ -39,6 +51,8 @@ pub enum Origin {
     Ghost = 2,
     /// Segments view: what is left of a mapped range after part of it was unmapped.
     Remainder = 3,
+    /// Allocated view: a private pool's envelope while its height stays the same.
+    PoolEnvelope = 4,
 }
 
 impl Origin {
@@ -47,6 +61,7 @@ impl Origin {
             1 => Origin::FreedUntraced,
             2 => Origin::Ghost,
             3 => Origin::Remainder,
+            4 => Origin::PoolEnvelope,
             _ => Origin::Traced,
         }
     }
@@ -59,9 +74,29 @@ impl Origin {
 /// Row value meaning "no such trace entry".
 pub const NO_ROW: u32 = u32::MAX;
 
-/// Most pieces a layout may hold (≈ 12 bytes each). Past it the layout stops stacking
-/// further shifts and says so in [`TimelineLayout::warnings`].
+/// Most pieces a layout may hold (8 bytes each). Past it the layout stops recording further
+/// shifts and says so in [`TimelineLayout::warnings`].
 pub const PIECE_BUDGET: usize = 48_000_000;
+
+/// A band's drop is recorded as a new piece once it exceeds `(bottom + size) >> PIECE_TOL_SHIFT`
+/// bytes (1/65536 of its top: under 0.03 px on a 2000 px tall plot, since the plot's y range
+/// always includes the band's top).
+pub const PIECE_TOL_SHIFT: u32 = 16;
+
+/// Size classes (`floor(log2(size_bytes))`) × lifetime classes (`floor(log2(end_x - start_x))`).
+const SIZE_CLASSES: usize = 64;
+const LEN_CLASSES: usize = 32;
+const N_GROUPS: usize = SIZE_CLASSES * LEN_CLASSES;
+
+/// Level-of-detail class of an element that is alive for at least one event.
+fn lod_group(size_bytes: u64, start_x: u32, end_x: u32) -> Option<(usize, usize)> {
+    if end_x <= start_x {
+        return None;
+    }
+    let s = 63 - size_bytes.max(1).leading_zeros() as usize;
+    let k = 31 - (end_x - start_x).leading_zeros() as usize;
+    Some((s, k))
+}
 
 /// Elements (allocations, or segment ranges) as parallel columns, in stack order: elements alive
 /// before the trace first, then by the event that allocated them. `start_x` is non-decreasing.
@@ -82,7 +117,13 @@ pub struct Elements {
     pub origin: Vec<u8>,
     /// `StackId.0` of the frames shown for the element.
     pub stack: Vec<u32>,
+    /// Index into [`TimelineLayout::pools`] of the element's `segment_pool_id` ([`NO_POOL`]:
+    /// not known, e.g. its segment was freed before the snapshot and its entry carries none).
+    pub pool: Vec<u32>,
 }
+
+/// Pool value meaning "pool not known".
+pub const NO_POOL: u32 = u32::MAX;
 
 impl Elements {
     pub fn len(&self) -> usize {
@@ -103,11 +144,12 @@ impl Elements {
             self.stream.len(),
             self.origin.len(),
             self.stack.len(),
+            self.pool.len(),
         ]
         .iter()
         .all(|&l| l == n)
     }
-    fn push(&mut self, e: Tmp) {
+    pub(super) fn push(&mut self, e: Tmp) {
         self.size_bytes.push(e.size);
         self.addr.push(e.addr);
         self.version.push(e.version);
@@ -118,6 +160,24 @@ impl Elements {
         self.stream.push(e.stream);
         self.origin.push(e.origin as u8);
         self.stack.push(e.stack);
+        self.pool.push(e.pool);
+    }
+
+    /// Element `e` as a row.
+    pub(super) fn row(&self, e: usize) -> Option<Tmp> {
+        Some(Tmp {
+            size: *self.size_bytes.get(e)?,
+            addr: *self.addr.get(e)?,
+            version: *self.version.get(e)?,
+            start_x: *self.start_x.get(e)?,
+            end_x: *self.end_x.get(e)?,
+            alloc_row: *self.alloc_row.get(e)?,
+            free_row: *self.free_row.get(e)?,
+            stream: *self.stream.get(e)?,
+            origin: Origin::from_u8(*self.origin.get(e)?),
+            stack: *self.stack.get(e)?,
+            pool: *self.pool.get(e)?,
+        })
     }
 }
 
@@ -154,34 +214,41 @@ pub struct TimelineLayout {
     /// starts at `piece_t0[p]` and lasts until the next piece of the element or its `end_x`.
     pub piece_start: Vec<u32>,
     pub piece_t0: Vec<u32>,
-    /// Bottom of the band during the piece, in bytes.
-    pub piece_y0: Vec<u64>,
+    /// Bottom of the band during the piece, in bytes (within the tolerance in the module docs).
+    pub piece_y0: Vec<f32>,
     /// Live bytes on `[x, x + 1)`, for `x` in `0..=n_events`.
     pub total_bytes: Vec<u64>,
+    /// `time_us` of each event (device-local index), made non-decreasing; empty when some event
+    /// has none (torch ≤ 2.0), which disables the wall-clock axis.
+    pub time_us: Vec<i64>,
     pub markers: Vec<Marker>,
     pub regions: Vec<Region>,
     pub warnings: Vec<String>,
-    /// Derived: max `end_x` per chunk of [`CHUNK`] elements (culling).
-    chunk_max_end: Vec<u32>,
+    /// `segment_pool_id`s the elements' `pool` column refers to (`(0, 0)` is the default pool).
+    pub pools: Vec<(i64, i64)>,
+    /// Derived: element ids grouped by level-of-detail class, by `start_x` within a group.
+    lod_order: Vec<u32>,
+    /// Derived: group `g` is `lod_order[lod_start[g]..lod_start[g + 1]]`.
+    lod_start: Vec<u32>,
+    /// Derived: every element's pieces only move down (true for upstream's stacking).
+    monotone: bool,
     /// Derived: bottom-up max tree over `total_bytes` (range maxima for y fitting).
     max_tree: Vec<u64>,
 }
 
-/// Elements per culling chunk.
-pub const CHUNK: usize = 64;
-
 #[derive(Debug, Clone, Copy)]
-struct Tmp {
-    size: u64,
-    addr: u64,
-    version: u32,
-    start_x: u32,
-    end_x: u32,
-    alloc_row: u32,
-    free_row: u32,
-    stream: u64,
-    origin: Origin,
-    stack: u32,
+pub(super) struct Tmp {
+    pub(super) size: u64,
+    pub(super) addr: u64,
+    pub(super) version: u32,
+    pub(super) start_x: u32,
+    pub(super) end_x: u32,
+    pub(super) alloc_row: u32,
+    pub(super) free_row: u32,
+    pub(super) stream: u64,
+    pub(super) origin: Origin,
+    pub(super) stack: u32,
+    pub(super) pool: u32,
 }
 
 /// Why raw columns could not be turned into a layout.
@@ -196,11 +263,23 @@ impl TimelineLayout {
     pub fn build(snap: &Snapshot, device: u32, kind: TimelineKind) -> TimelineLayout {
         let rows = snap.device_rows(device);
         let n_events = rows.len() as u32;
+        let resolver = super::pools::PoolResolver::new(snap, device);
+        let mut pools = super::pools::PoolTable::default();
         let (elements, mut warnings) = match kind {
-            TimelineKind::Active => pair_active(snap, device),
-            TimelineKind::Segments => pair_segments(snap, device),
+            TimelineKind::Active | TimelineKind::Allocated => {
+                pair_active(snap, device, &resolver, &mut pools)
+            }
+            TimelineKind::Segments => pair_segments(snap, device, &resolver, &mut pools),
         };
-        let (piece_start, piece_t0, piece_y0, total_bytes, stack_warn) = stack(&elements, n_events);
+        let (elements, (piece_start, piece_t0, piece_y0, total_bytes, stack_warn)) = match kind {
+            TimelineKind::Allocated => super::pools::stack_allocated(
+                snap, device, elements, n_events, &resolver, &mut pools,
+            ),
+            _ => {
+                let st = stack(&elements, n_events);
+                (elements, st)
+            }
+        };
         warnings.extend(stack_warn);
         let (markers, regions) = markers(snap, device);
         let mut l = TimelineLayout {
@@ -210,28 +289,35 @@ impl TimelineLayout {
             piece_t0,
             piece_y0,
             total_bytes,
+            time_us: device_times(snap, device),
             markers,
             regions,
             warnings,
-            chunk_max_end: Vec::new(),
-            max_tree: Vec::new(),
+            pools: pools.ids,
+            ..TimelineLayout::default()
         };
-        l.derive();
+        // Upstream's stacking only moves bands down; pool envelopes move them both ways.
+        l.derive((kind != TimelineKind::Allocated).then_some(true));
         l
     }
 
     /// Rebuilds a layout from its columns (as shipped from a worker), checking their lengths.
+    /// `monotone` is [`Self::is_monotone`] of the layout shipped (the renderer bisects runs
+    /// when it is true; false is always safe).
     #[allow(clippy::too_many_arguments)]
     pub fn from_parts(
         n_events: u32,
         elements: Elements,
         piece_start: Vec<u32>,
         piece_t0: Vec<u32>,
-        piece_y0: Vec<u64>,
+        piece_y0: Vec<f32>,
         total_bytes: Vec<u64>,
+        time_us: Vec<i64>,
         markers: Vec<Marker>,
         regions: Vec<Region>,
         warnings: Vec<String>,
+        pools: Vec<(i64, i64)>,
+        monotone: bool,
     ) -> Result<TimelineLayout, LayoutError> {
         if !elements.consistent() {
             return Err(LayoutError::Inconsistent("elements"));
@@ -247,6 +333,9 @@ impl TimelineLayout {
         if total_bytes.len() != n_events as usize + 1 {
             return Err(LayoutError::Inconsistent("totals"));
         }
+        if !time_us.is_empty() && time_us.len() != n_events as usize {
+            return Err(LayoutError::Inconsistent("times"));
+        }
         let mut l = TimelineLayout {
             n_events,
             elements,
@@ -254,23 +343,27 @@ impl TimelineLayout {
             piece_t0,
             piece_y0,
             total_bytes,
+            time_us,
             markers,
             regions,
             warnings,
-            chunk_max_end: Vec::new(),
-            max_tree: Vec::new(),
+            pools,
+            ..TimelineLayout::default()
         };
-        l.derive();
+        l.derive(Some(monotone));
         Ok(l)
     }
 
-    fn derive(&mut self) {
-        self.chunk_max_end = self
-            .elements
-            .end_x
-            .chunks(CHUNK)
-            .map(|c| c.iter().copied().max().unwrap_or(0))
-            .collect();
+    /// Builds the derived indices; `monotone: None` checks every element's pieces.
+    fn derive(&mut self, monotone: Option<bool>) {
+        self.derive_lod();
+        self.monotone = monotone.unwrap_or_else(|| {
+            (0..self.len()).all(|e| {
+                self.piece_y0
+                    .get(self.pieces_of(e))
+                    .is_none_or(|ys| ys.windows(2).all(|w| w[1] <= w[0]))
+            })
+        });
         let n = self.total_bytes.len();
         let mut tree = vec![0u64; 2 * n];
         tree[n..].copy_from_slice(&self.total_bytes);
@@ -280,16 +373,64 @@ impl TimelineLayout {
         self.max_tree = tree;
     }
 
-    /// Drops the geometry (pieces, totals, culling and max indices) and keeps the element
-    /// columns, which are all that stack lookups need: the worker keeps this after shipping
-    /// the geometry to the page. [`Self::has_geometry`] tells the two apart.
+    /// Groups element ids by level-of-detail class (a counting sort, so `start_x` order is kept
+    /// within a group). Elements alive for no event are left out: they are never drawn.
+    fn derive_lod(&mut self) {
+        let el = &self.elements;
+        let groups: Vec<Option<usize>> = (0..el.len())
+            .map(|e| {
+                let (Some(&size), Some(&s), Some(&en)) =
+                    (el.size_bytes.get(e), el.start_x.get(e), el.end_x.get(e))
+                else {
+                    return None;
+                };
+                lod_group(size, s, en).map(|(s, k)| s * LEN_CLASSES + k)
+            })
+            .collect();
+        let mut start = vec![0u32; N_GROUPS + 1];
+        for g in groups.iter().flatten() {
+            if let Some(c) = start.get_mut(g + 1) {
+                *c += 1;
+            }
+        }
+        for g in 0..N_GROUPS {
+            let prev = start.get(g).copied().unwrap_or(0);
+            if let Some(c) = start.get_mut(g + 1) {
+                *c += prev;
+            }
+        }
+        let mut fill = start.clone();
+        let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
+        for (e, g) in groups.iter().enumerate() {
+            let Some(g) = g else { continue };
+            if let Some(f) = fill.get_mut(*g) {
+                if let Some(slot) = order.get_mut(*f as usize) {
+                    *slot = e as u32;
+                }
+                *f += 1;
+            }
+        }
+        self.lod_order = order;
+        self.lod_start = start;
+    }
+
+    /// Drops the geometry (pieces, totals, level-of-detail and max indices) and keeps the
+    /// element columns, which are all that stack lookups and searches need: the worker keeps
+    /// this after shipping the geometry to the page. [`Self::has_geometry`] tells the two apart.
     pub fn strip_geometry(&mut self) {
         self.piece_start = Vec::new();
         self.piece_t0 = Vec::new();
         self.piece_y0 = Vec::new();
         self.total_bytes = Vec::new();
-        self.chunk_max_end = Vec::new();
+        self.time_us = Vec::new();
+        self.lod_order = Vec::new();
+        self.lod_start = Vec::new();
         self.max_tree = Vec::new();
+    }
+
+    /// Whether every band only ever moves down (the renderer then finds runs by bisection).
+    pub fn is_monotone(&self) -> bool {
+        self.monotone
     }
 
     pub fn has_geometry(&self) -> bool {
@@ -345,8 +486,16 @@ impl TimelineLayout {
         a..b.max(a)
     }
 
+    /// Live bytes on `[x, x + 1)` (0 outside the trace).
+    pub fn total_at(&self, x: f64) -> u64 {
+        if x.is_nan() || x < 0.0 {
+            return 0;
+        }
+        self.total_bytes.get(x as usize).copied().unwrap_or(0)
+    }
+
     /// Bottom of element `e`'s band at `x` (bytes), if it is alive then.
-    pub fn offset_at(&self, e: usize, x: f64) -> Option<u64> {
+    pub fn offset_at(&self, e: usize, x: f64) -> Option<f64> {
         let el = &self.elements;
         let (s, en) = (*el.start_x.get(e)? as f64, *el.end_x.get(e)? as f64);
         if x < s || x >= en {
@@ -356,47 +505,89 @@ impl TimelineLayout {
         let t0s = self.piece_t0.get(r.clone())?;
         let k = t0s.partition_point(|&t| t as f64 <= x);
         let p = r.start + k.checked_sub(1)?;
-        self.piece_y0.get(p).copied()
+        self.piece_y0.get(p).map(|&y| y as f64)
     }
 
-    /// Elements that may be alive somewhere in `[x0, x1)`: start before `x1`, skipping chunks
-    /// that all end before `x0`. Callers still check each element's own end.
-    pub(crate) fn candidates(&self, x0: f64, x1: f64) -> impl Iterator<Item = usize> + '_ {
+    /// Elements alive somewhere in `[x0, x1)` whose level-of-detail class `keep(size_class,
+    /// len_class)` accepts (sizes in `[2^s, 2^(s+1))`, lifetimes in `[2^k, 2^(k+1))` events).
+    /// Within a class, those alive in the window started in `(x0 - 2^(k+1), x1)`: two
+    /// bisections, so the cost is what is returned, not what the trace holds.
+    pub fn visible<'a>(
+        &'a self,
+        x0: f64,
+        x1: f64,
+        keep: impl Fn(usize, usize) -> bool + 'a,
+    ) -> impl Iterator<Item = usize> + 'a {
         let el = &self.elements;
-        let upto = el.start_x.partition_point(|&s| (s as f64) < x1);
-        let chunks = upto.div_ceil(CHUNK);
-        (0..chunks)
-            .filter(move |&c| {
-                self.chunk_max_end
-                    .get(c)
-                    .map(|&m| m as f64 > x0)
-                    .unwrap_or(false)
+        (0..N_GROUPS)
+            .filter(move |&g| keep(g / LEN_CLASSES, g % LEN_CLASSES))
+            .flat_map(move |g| {
+                let a = self.lod_start.get(g).copied().unwrap_or(0) as usize;
+                let b = self.lod_start.get(g + 1).copied().unwrap_or(0) as usize;
+                let ids = self.lod_order.get(a..b.max(a)).unwrap_or(&[]);
+                let max_len = (1u64 << ((g % LEN_CLASSES) + 1)) as f64;
+                let start_of = |id: &u32| el.start_x.get(*id as usize).copied().unwrap_or(0) as f64;
+                let lo = ids.partition_point(|id| start_of(id) <= x0 - max_len);
+                let hi = ids.partition_point(|id| start_of(id) < x1);
+                ids.get(lo..hi.max(lo)).unwrap_or(&[]).iter()
             })
-            .flat_map(move |c| (c * CHUNK)..((c + 1) * CHUNK).min(upto))
-            .filter(move |&e| el.end_x.get(e).map(|&en| en as f64 > x0).unwrap_or(false))
+            .map(|&id| id as usize)
+            .filter(move |&e| el.end_x.get(e).is_some_and(|&en| en as f64 > x0))
     }
 
     /// The element under (`x`, `y_bytes`), if any.
     pub fn hit(&self, x: f64, y_bytes: f64) -> Option<usize> {
-        if y_bytes < 0.0 {
+        if y_bytes.is_nan() || x.is_nan() || y_bytes < 0.0 || x < 0.0 {
             return None;
         }
-        let xe = x.max(0.0);
-        for e in self.candidates(xe, xe + f64::EPSILON.max(xe * 1e-12)) {
-            if let Some(y0) = self.offset_at(e, xe) {
-                let size = *self.elements.size_bytes.get(e)? as f64;
-                if y_bytes >= y0 as f64 && y_bytes < y0 as f64 + size {
+        if y_bytes >= self.total_at(x) as f64 {
+            return None;
+        }
+        // Starts are whole events: `start < floor(x) + 1` is `start <= x`. An allocation inside
+        // a pool envelope wins over the envelope.
+        let mut envelope = None;
+        for e in self.visible(x, x.floor() + 1.0, |_, _| true) {
+            let size = self.elements.size_bytes.get(e).copied().unwrap_or(0) as f64;
+            if self
+                .offset_at(e, x)
+                .is_some_and(|y0| y_bytes >= y0 && y_bytes < y0 + size)
+            {
+                if self.elements.origin.get(e) == Some(&(Origin::PoolEnvelope as u8)) {
+                    envelope = Some(e);
+                } else {
                     return Some(e);
                 }
             }
         }
-        None
+        envelope
     }
+}
+
+/// `time_us` of the device's events, made non-decreasing; empty if any event lacks one.
+fn device_times(snap: &Snapshot, device: u32) -> Vec<i64> {
+    let rows = snap.device_rows(device);
+    let mut out = Vec::with_capacity(rows.len());
+    let mut last = i64::MIN;
+    for r in rows {
+        match snap.trace.time_us.get(r as usize) {
+            Some(&t) if t != crate::model::TIME_NONE => {
+                last = last.max(t);
+                out.push(last);
+            }
+            _ => return Vec::new(),
+        }
+    }
+    out
 }
 
 /// Allocations from the shared [`crate::replay`] (alloc paired with `free_completed` by address,
 /// frees of allocations made before the trace, active blocks the trace never saw).
-fn pair_active(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
+fn pair_active(
+    snap: &Snapshot,
+    device: u32,
+    res: &super::pools::PoolResolver,
+    pools: &mut super::pools::PoolTable,
+) -> (Elements, Vec<String>) {
     let rp = crate::replay::replay_device(snap, device);
     let n = rp.events;
     let (mut traced, mut before, mut ghosts) = (Vec::new(), Vec::new(), Vec::new());
@@ -421,6 +612,7 @@ fn pair_active(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
             stream: a.stream,
             origin,
             stack: a.stack.0,
+            pool: pools.index(res.pool_of(a.addr, a.alloc_event.or(a.free_event))),
         };
         match origin {
             Origin::Ghost => ghosts.push(tmp),
@@ -451,7 +643,12 @@ fn order(ghosts: Vec<Tmp>, mut before: Vec<Tmp>, traced: Vec<Tmp>) -> Elements {
 
 /// Segments: `segment_alloc`/`segment_free` paired by address; `segment_map` adds a range and
 /// `segment_unmap` removes bytes from whatever mapped ranges it covers (expandable segments).
-fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
+fn pair_segments(
+    snap: &Snapshot,
+    device: u32,
+    res: &super::pools::PoolResolver,
+    pools: &mut super::pools::PoolTable,
+) -> (Elements, Vec<String>) {
     let rows = snap.device_rows(device);
     let n = rows.len() as u32;
     let t = &snap.trace;
@@ -472,6 +669,7 @@ fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
         let stream = t.stream.get(r).copied().unwrap_or(0);
         let stack = t.stack.get(r).map(|s| s.0).unwrap_or(0);
         let end = addr.saturating_add(size);
+        let pool = pools.index(res.pool_of(addr, Some(i)));
         match action {
             Action::SegmentAlloc | Action::SegmentMap => {
                 let version = *versions.get(&addr).unwrap_or(&0);
@@ -488,6 +686,7 @@ fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
                     stream,
                     origin: Origin::Traced,
                     stack,
+                    pool,
                 });
             }
             Action::SegmentFree | Action::SegmentUnmap => {
@@ -522,6 +721,7 @@ fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
                                 stream: old.stream,
                                 origin: Origin::Remainder,
                                 stack: old.stack,
+                                pool: old.pool,
                             });
                         }
                     }
@@ -540,6 +740,7 @@ fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
                         stream,
                         origin: Origin::FreedUntraced,
                         stack,
+                        pool,
                     });
                 }
             }
@@ -571,6 +772,7 @@ fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
                 stream: seg.stream,
                 origin: Origin::Ghost,
                 stack: seg.stack.0,
+                pool: pools.index(Some(seg.pool_id)),
             });
         }
     }
@@ -585,10 +787,91 @@ fn pair_segments(snap: &Snapshot, device: u32) -> (Elements, Vec<String>) {
     (order(ghosts, before, traced), warnings)
 }
 
-type Stacked = (Vec<u32>, Vec<u32>, Vec<u64>, Vec<u64>, Vec<String>);
+pub(super) type Stacked = (Vec<u32>, Vec<u32>, Vec<f32>, Vec<u64>, Vec<String>);
 
-/// Sweeps x once, keeping the live elements in stack order, and records a piece each time an
-/// element starts or something below it is freed.
+/// One live band during the sweep: its element, exact bottom, bottom at its last piece, size.
+#[derive(Clone, Copy)]
+struct LiveBand {
+    e: u32,
+    y: u64,
+    last: u64,
+    size: u64,
+}
+
+/// Sweeps x once, keeping the live elements in stack order, and calls `piece(e, x, y)` each
+/// time an element starts or has dropped by more than its tolerance since its last piece.
+/// Fills `total` (live bytes per x). Returns whether [`PIECE_BUDGET`] stopped the drops.
+fn sweep(
+    el: &Elements,
+    end_head: &[u32],
+    end_next: &[u32],
+    total: &mut [u64],
+    mut piece: impl FnMut(u32, u32, u64),
+) -> bool {
+    let n_el = el.len();
+    let mut live: Vec<LiveBand> = Vec::new();
+    let mut top: u64 = 0;
+    let mut next_start = 0usize;
+    let mut pieces = 0usize;
+    let mut over_budget = false;
+    for (x, tot) in total.iter_mut().enumerate() {
+        let mut e = end_head.get(x).copied().unwrap_or(u32::MAX);
+        while e != u32::MAX {
+            if let Ok(p) = live.binary_search_by_key(&e, |l| l.e) {
+                let size = live.get(p).map(|l| l.size).unwrap_or(0);
+                // Slide everything above down, and shift it over the freed band in the same
+                // pass (one walk over the memory instead of a walk and a `remove`).
+                let tail = live.get_mut(p..).unwrap_or(&mut []);
+                for i in 1..tail.len() {
+                    let Some(mut l) = tail.get(i).copied() else {
+                        break;
+                    };
+                    l.y = l.y.saturating_sub(size);
+                    if l.last - l.y > (l.y + l.size) >> PIECE_TOL_SHIFT && !over_budget {
+                        l.last = l.y;
+                        piece(l.e, x as u32, l.y);
+                        pieces += 1;
+                        over_budget = pieces >= PIECE_BUDGET;
+                    }
+                    if let Some(slot) = tail.get_mut(i - 1) {
+                        *slot = l;
+                    }
+                }
+                live.pop();
+                top = top.saturating_sub(size);
+            }
+            e = end_next.get(e as usize).copied().unwrap_or(u32::MAX);
+        }
+        while next_start < n_el && el.start_x.get(next_start).is_some_and(|&s| s as usize <= x) {
+            let s = next_start;
+            next_start += 1;
+            let (Some(&start), Some(&end), Some(&size)) =
+                (el.start_x.get(s), el.end_x.get(s), el.size_bytes.get(s))
+            else {
+                continue;
+            };
+            if end <= start {
+                continue;
+            }
+            piece(s as u32, x as u32, top);
+            pieces += 1;
+            live.push(LiveBand {
+                e: s as u32,
+                y: top,
+                last: top,
+                size,
+            });
+            top = top.saturating_add(size);
+        }
+        *tot = top;
+    }
+    over_budget
+}
+
+/// Stacks the elements: a first sweep counts each element's pieces, a second writes them in
+/// place (each live band appends to its own run, so the writes stay in cache), with no
+/// intermediate piece list. (One sweep into per-element chunk chains was tried: slower, from
+/// the chains' memory traffic.)
 fn stack(el: &Elements, n_events: u32) -> Stacked {
     let n_el = el.len();
     let xs = n_events as usize + 1;
@@ -596,78 +879,44 @@ fn stack(el: &Elements, n_events: u32) -> Stacked {
     let mut end_head = vec![u32::MAX; xs + 1];
     let mut end_next = vec![u32::MAX; n_el];
     for e in (0..n_el).rev() {
-        let x = el.end_x[e] as usize;
-        if x < xs && el.end_x[e] > el.start_x[e] {
-            end_next[e] = end_head[x];
-            end_head[x] = e as u32;
+        let (Some(&s), Some(&en)) = (el.start_x.get(e), el.end_x.get(e)) else {
+            continue;
+        };
+        let x = en as usize;
+        if x < xs && en > s {
+            if let (Some(h), Some(n)) = (end_head.get_mut(x), end_next.get_mut(e)) {
+                *n = *h;
+                *h = e as u32;
+            }
         }
     }
-    let mut live: Vec<u32> = Vec::new();
-    let mut cur_y = vec![0u64; n_el];
-    let mut top: u64 = 0;
-    let mut pe: Vec<u32> = Vec::with_capacity(n_el * 2);
-    let mut pt: Vec<u32> = Vec::with_capacity(n_el * 2);
-    let mut py: Vec<u64> = Vec::with_capacity(n_el * 2);
     let mut total = vec![0u64; xs];
-    let mut next_start = 0usize;
-    let mut over_budget = false;
-    for x in 0..xs {
-        let mut e = end_head[x];
-        while e != u32::MAX {
-            let eu = e as usize;
-            if let Ok(p) = live.binary_search(&e) {
-                let size = el.size_bytes[eu];
-                let above = live.len() - p - 1;
-                if !over_budget && pt.len() + above > PIECE_BUDGET {
-                    over_budget = true;
-                }
-                for &f in &live[p + 1..] {
-                    let fu = f as usize;
-                    cur_y[fu] = cur_y[fu].saturating_sub(size);
-                    if !over_budget {
-                        pe.push(f);
-                        pt.push(x as u32);
-                        py.push(cur_y[fu]);
-                    }
-                }
-                live.remove(p);
-                top = top.saturating_sub(size);
-            }
-            e = end_next[eu];
-        }
-        while next_start < n_el && el.start_x[next_start] as usize <= x {
-            let s = next_start;
-            next_start += 1;
-            if el.end_x[s] <= el.start_x[s] {
-                continue;
-            }
-            cur_y[s] = top;
-            top = top.saturating_add(el.size_bytes[s]);
-            live.push(s as u32);
-            pe.push(s as u32);
-            pt.push(x as u32);
-            py.push(cur_y[s]);
-        }
-        total[x] = top;
-    }
-    // Group pieces by element (counting sort keeps time order within an element).
     let mut start = vec![0u32; n_el + 1];
-    for &e in &pe {
-        start[e as usize + 1] += 1;
-    }
+    let over_budget = sweep(el, &end_head, &end_next, &mut total, |e, _, _| {
+        if let Some(c) = start.get_mut(e as usize + 1) {
+            *c += 1;
+        }
+    });
     for i in 0..n_el {
-        start[i + 1] += start[i];
+        let prev = start.get(i).copied().unwrap_or(0);
+        if let Some(c) = start.get_mut(i + 1) {
+            *c += prev;
+        }
     }
+    let n_pieces = start.last().copied().unwrap_or(0) as usize;
     let mut fill = start.clone();
-    let mut t0 = vec![0u32; pt.len()];
-    let mut y0 = vec![0u64; py.len()];
-    for k in 0..pe.len() {
-        let e = pe[k] as usize;
-        let d = fill[e] as usize;
-        fill[e] += 1;
-        t0[d] = pt[k];
-        y0[d] = py[k];
-    }
+    let mut t0 = vec![0u32; n_pieces];
+    let mut y0 = vec![0f32; n_pieces];
+    sweep(el, &end_head, &end_next, &mut total, |e, x, y| {
+        if let Some(f) = fill.get_mut(e as usize) {
+            let d = *f as usize;
+            *f += 1;
+            if let (Some(t), Some(v)) = (t0.get_mut(d), y0.get_mut(d)) {
+                *t = x;
+                *v = y as f32;
+            }
+        }
+    });
     let mut warnings = Vec::new();
     if over_budget {
         warnings.push(format!(

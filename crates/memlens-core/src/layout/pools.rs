@@ -1,0 +1,511 @@
+//! Private pools (CUDA graphs, `torch.cuda.MemPool`, FSDP) for upstream's "Allocated Memory
+//! (incl. Private Pools)" view: which pool each allocation belongs to, and the stacking that
+//! puts a private pool's allocations inside one envelope.
+//!
+//! Rules (upstream's `process_alloc_data(include_private_inactive)`, reference §2.5 item 6):
+//! - an allocation's pool is the `pool_id` its trace entry carries (torch ≥ 2.11), else the
+//!   `segment_pool_id` of the snapshot segment holding its address; a pool is private unless it
+//!   is `(0, 0)`. Memory in no pool that is known stays in the ordinary stack;
+//! - each (private pool, stream) gets an envelope, placed on the stack when the pool first holds
+//!   something, as tall as the larger of its live allocations and its reserved memory; the
+//!   pool's allocations stack inside it from its bottom (an alloc on top of the pool's own
+//!   stack, a free letting those above it slide down), and the rest of the stack sits on top;
+//! - reserved memory is the pool's segments in the snapshot minus the net `segment_alloc` /
+//!   `segment_map` − `segment_free` / `segment_unmap` of the pool in the trace, replayed
+//!   forward. Unlike upstream's, which only grows, an envelope shrinks when its segments are
+//!   freed (and everything above it slides down).
+//!
+//! An envelope's height changes over time while elements have one size, so an envelope is a
+//! chain of elements ([`Origin::PoolEnvelope`]), one per stretch of constant height.
+
+use super::timeline::{
+    Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET, PIECE_TOL_SHIFT,
+};
+use crate::model::{Action, EntryExtra, Snapshot};
+use rustc_hash::FxHashMap;
+
+/// Finds the pool of an address (or of a trace entry) on one device.
+pub(super) struct PoolResolver<'a> {
+    snap: &'a Snapshot,
+    rows_start: u32,
+    /// Snapshot segments of the device: (start, end, pool), by start.
+    segs: Vec<(u64, u64, (i64, i64))>,
+}
+
+impl<'a> PoolResolver<'a> {
+    pub(super) fn new(snap: &'a Snapshot, device: u32) -> PoolResolver<'a> {
+        let mut segs: Vec<(u64, u64, (i64, i64))> = snap
+            .segments
+            .iter()
+            .filter(|s| s.device == device)
+            .map(|s| {
+                (
+                    s.address,
+                    s.address.saturating_add(s.total_size_bytes),
+                    s.pool_id,
+                )
+            })
+            .collect();
+        segs.sort_unstable();
+        PoolResolver {
+            snap,
+            rows_start: snap.device_rows(device).start,
+            segs,
+        }
+    }
+
+    /// The pool of `addr`, from device-local trace entry `row`'s `pool_id` if it has one.
+    pub(super) fn pool_of(&self, addr: u64, row: Option<u32>) -> Option<(i64, i64)> {
+        if let Some(r) = row.filter(|&r| r != NO_ROW) {
+            let abs = self.rows_start.saturating_add(r);
+            let from_entry = self.snap.trace.extras_of(abs).find_map(|x| match x {
+                EntryExtra::PoolId(a, b) => Some((*a, *b)),
+                _ => None,
+            });
+            if from_entry.is_some() {
+                return from_entry;
+            }
+        }
+        let i = self.segs.partition_point(|s| s.0 <= addr);
+        let (_, end, pool) = *self.segs.get(i.checked_sub(1)?)?;
+        (addr < end).then_some(pool)
+    }
+}
+
+/// Distinct pool ids, numbered in order of appearance.
+#[derive(Default)]
+pub(super) struct PoolTable {
+    pub(super) ids: Vec<(i64, i64)>,
+    index: FxHashMap<(i64, i64), u32>,
+}
+
+impl PoolTable {
+    /// The number of `pool` ([`NO_POOL`] for `None`).
+    pub(super) fn index(&mut self, pool: Option<(i64, i64)>) -> u32 {
+        let Some(p) = pool else { return NO_POOL };
+        *self.index.entry(p).or_insert_with(|| {
+            self.ids.push(p);
+            (self.ids.len() - 1) as u32
+        })
+    }
+
+    fn is_private(&self, i: u32) -> bool {
+        self.ids.get(i as usize).is_some_and(|&p| p != (0, 0))
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Elem,
+    /// Bottom of pool state `k`'s envelope (no size: its allocations follow it).
+    PoolStart(u32),
+    /// What the envelope holds above the pool's allocations: `height - active`.
+    PoolSlack(u32),
+}
+
+/// One place on the stack during the sweep.
+#[derive(Clone, Copy)]
+struct Slot {
+    tag: Tag,
+    /// Element whose pieces this slot records (`NONE`: none).
+    e: u32,
+    y: u64,
+    last: u64,
+    /// Bytes it takes on the stack.
+    size: u64,
+    /// Height of the band drawn from it (its size, or the envelope's height).
+    band: u64,
+}
+
+/// A (private pool, stream) during the sweep.
+struct PoolState {
+    pool: u32,
+    stream: u64,
+    active: u64,
+    reserved: i64,
+    height: u64,
+    started: bool,
+    /// Current envelope element (`NONE` while the height is 0).
+    env: u32,
+}
+
+struct Sweep {
+    slots: Vec<Slot>,
+    pools: Vec<PoolState>,
+    /// Envelope elements made so far (ids follow the allocations').
+    envelopes: Vec<Tmp>,
+    n_alloc: u32,
+    /// (element, x, bottom) in emission order.
+    pieces: Vec<(u32, u32, f32)>,
+    over_budget: bool,
+}
+
+impl Sweep {
+    fn piece(&mut self, e: u32, x: u32, y: u64, start: bool) {
+        if start || !self.over_budget {
+            self.pieces.push((e, x, y as f32));
+            self.over_budget = self.pieces.len() >= PIECE_BUDGET;
+        }
+    }
+
+    fn find(&self, tag: Tag, e: u32) -> Option<usize> {
+        self.slots
+            .iter()
+            .rposition(|s| s.tag == tag && (tag != Tag::Elem || s.e == e))
+    }
+
+    /// Recomputes bottoms from slot `from` up, recording the moves past the tolerance.
+    fn relayout(&mut self, from: usize, x: u32) {
+        let mut y = match from.checked_sub(1).and_then(|i| self.slots.get(i)) {
+            Some(s) => s.y + s.size,
+            None => 0,
+        };
+        let mut moved = Vec::new();
+        for s in self.slots.iter_mut().skip(from) {
+            s.y = y;
+            y += s.size;
+            if s.e != NONE && s.last.abs_diff(s.y) > (s.y + s.band) >> PIECE_TOL_SHIFT {
+                s.last = s.y;
+                moved.push((s.e, s.y));
+            }
+        }
+        for (e, y) in moved {
+            self.piece(e, x, y, false);
+        }
+    }
+
+    fn top(&self) -> u64 {
+        self.slots.last().map(|s| s.y + s.size).unwrap_or(0)
+    }
+
+    fn push(&mut self, tag: Tag, e: u32, size: u64, band: u64, x: u32) {
+        let y = self.top();
+        self.slots.push(Slot {
+            tag,
+            e,
+            y,
+            last: y,
+            size,
+            band,
+        });
+        if e != NONE {
+            self.piece(e, x, y, true);
+        }
+    }
+
+    fn start_pool(&mut self, k: u32, x: u32) {
+        if let Some(p) = self.pools.get_mut(k as usize) {
+            p.started = true;
+        }
+        self.push(Tag::PoolStart(k), NONE, 0, 0, x);
+        self.push(Tag::PoolSlack(k), NONE, 0, 0, x);
+    }
+
+    /// Sets pool `k`'s height from its active and reserved bytes (starting a new envelope
+    /// element when it changes) and the slack above its allocations. Returns the slack's
+    /// index: the caller relays the stack out from there (or lower) once, after all changes.
+    fn resize(&mut self, k: u32, x: u32) -> Option<usize> {
+        let p = self.pools.get(k as usize)?;
+        let height = p.active.max(p.reserved.max(0) as u64);
+        let (old_env, changed, slack, pool, stream) = (
+            p.env,
+            height != p.height,
+            height - p.active,
+            p.pool,
+            p.stream,
+        );
+        let si = self.find(Tag::PoolStart(k), NONE)?;
+        let li = self.find(Tag::PoolSlack(k), NONE)?;
+        if changed {
+            if let Some(t) = old_env
+                .checked_sub(self.n_alloc)
+                .and_then(|i| self.envelopes.get_mut(i as usize))
+            {
+                t.end_x = x;
+            }
+            let mut env = NONE;
+            if height > 0 {
+                env = self.n_alloc + self.envelopes.len() as u32;
+                self.envelopes.push(Tmp {
+                    size: height,
+                    addr: 0,
+                    version: self.envelopes.len() as u32,
+                    start_x: x,
+                    end_x: u32::MAX,
+                    alloc_row: NO_ROW,
+                    free_row: NO_ROW,
+                    stream,
+                    origin: Origin::PoolEnvelope,
+                    stack: 0,
+                    pool,
+                });
+            }
+            let y = self.slots.get(si).map(|s| s.y).unwrap_or(0);
+            if let Some(s) = self.slots.get_mut(si) {
+                s.e = env;
+                s.band = height;
+                s.last = y;
+            }
+            if env != NONE {
+                self.piece(env, x, y, true);
+            }
+            if let Some(p) = self.pools.get_mut(k as usize) {
+                p.height = height;
+                p.env = env;
+            }
+        }
+        if let Some(s) = self.slots.get_mut(li) {
+            s.size = slack;
+        }
+        Some(li)
+    }
+}
+
+/// Stacks the Active allocations `el` with private pools in envelopes (see the module docs).
+/// Returns the elements (allocations and envelopes, by start) and their geometry.
+pub(super) fn stack_allocated(
+    snap: &Snapshot,
+    device: u32,
+    el: Elements,
+    n_events: u32,
+    res: &PoolResolver,
+    table: &mut PoolTable,
+) -> (Elements, Stacked) {
+    let xs = n_events as usize + 1;
+    let n_alloc = el.len() as u32;
+    let mut sw = Sweep {
+        slots: Vec::new(),
+        pools: Vec::new(),
+        envelopes: Vec::new(),
+        n_alloc,
+        pieces: Vec::new(),
+        over_budget: false,
+    };
+    let mut by_key: FxHashMap<(u32, u64), u32> = FxHashMap::default();
+    let mut state_of = |sw: &mut Sweep, pool: u32, stream: u64| -> u32 {
+        *by_key.entry((pool, stream)).or_insert_with(|| {
+            sw.pools.push(PoolState {
+                pool,
+                stream,
+                active: 0,
+                reserved: 0,
+                height: 0,
+                started: false,
+                env: NONE,
+            });
+            (sw.pools.len() - 1) as u32
+        })
+    };
+    // Pool state of each allocation (`NONE`: ordinary stack).
+    let mut elem_pool = vec![NONE; el.len()];
+    for (e, k) in elem_pool.iter_mut().enumerate() {
+        let (Some(&p), Some(&stream)) = (el.pool.get(e), el.stream.get(e)) else {
+            continue;
+        };
+        if table.is_private(p) {
+            *k = state_of(&mut sw, p, stream);
+        }
+    }
+    // Segment events of private pools, and the reserved bytes they must end at.
+    let rows = snap.device_rows(device);
+    let t = &snap.trace;
+    let mut seg_events: Vec<(u32, u32, i64)> = Vec::new();
+    for (i, r) in rows.clone().enumerate() {
+        let r = r as usize;
+        let (Some(&action), Some(&addr), Some(&size), Some(&stream)) = (
+            t.action.get(r),
+            t.addr.get(r),
+            t.size_bytes.get(r),
+            t.stream.get(r),
+        ) else {
+            continue;
+        };
+        let sign = match action {
+            Action::SegmentAlloc | Action::SegmentMap => 1,
+            Action::SegmentFree | Action::SegmentUnmap => -1,
+            _ => continue,
+        };
+        let p = table.index(res.pool_of(addr, Some(i as u32)));
+        if table.is_private(p) {
+            let k = state_of(&mut sw, p, stream);
+            seg_events.push((i as u32 + 1, k, sign * size.min(i64::MAX as u64) as i64));
+        }
+    }
+    let mut net: FxHashMap<u32, i64> = FxHashMap::default();
+    for &(_, k, d) in &seg_events {
+        *net.entry(k).or_insert(0) += d;
+    }
+    for seg in snap.segments.iter().filter(|s| s.device == device) {
+        let p = table.index(Some(seg.pool_id));
+        if table.is_private(p) {
+            let k = state_of(&mut sw, p, seg.stream);
+            if let Some(ps) = sw.pools.get_mut(k as usize) {
+                ps.reserved = ps
+                    .reserved
+                    .saturating_add(seg.total_size_bytes.min(i64::MAX as u64) as i64);
+            }
+        }
+    }
+    for (k, ps) in sw.pools.iter_mut().enumerate() {
+        ps.reserved = ps
+            .reserved
+            .saturating_sub(net.get(&(k as u32)).copied().unwrap_or(0));
+    }
+    // What happens at each x.
+    let mut starts: Vec<Vec<u32>> = vec![Vec::new(); xs];
+    let mut ends: Vec<Vec<u32>> = vec![Vec::new(); xs];
+    for e in 0..el.len() {
+        let (Some(&s), Some(&en)) = (el.start_x.get(e), el.end_x.get(e)) else {
+            continue;
+        };
+        if en <= s {
+            continue;
+        }
+        if let Some(v) = starts.get_mut(s as usize) {
+            v.push(e as u32);
+        }
+        if let Some(v) = ends.get_mut(en as usize) {
+            v.push(e as u32);
+        }
+    }
+    let mut seg_at: Vec<Vec<(u32, i64)>> = vec![Vec::new(); xs];
+    for (x, k, d) in seg_events {
+        if let Some(v) = seg_at.get_mut(x as usize) {
+            v.push((k, d));
+        }
+    }
+    let mut total = vec![0u64; xs];
+    // Pools holding memory before the trace are on the stack from the start.
+    for k in 0..sw.pools.len() as u32 {
+        if sw.pools.get(k as usize).is_some_and(|p| p.reserved > 0) {
+            sw.start_pool(k, 0);
+            if let Some(li) = sw.resize(k, 0) {
+                sw.relayout(li, 0);
+            }
+        }
+    }
+    for x in 0..xs {
+        let xu = x as u32;
+        for &e in ends.get(x).map(Vec::as_slice).unwrap_or(&[]) {
+            let Some(i) = sw.find(Tag::Elem, e) else {
+                continue;
+            };
+            sw.slots.remove(i);
+            let k = elem_pool.get(e as usize).copied().unwrap_or(NONE);
+            if let Some(p) = sw.pools.get_mut(k as usize) {
+                p.active = p
+                    .active
+                    .saturating_sub(el.size_bytes.get(e as usize).copied().unwrap_or(0));
+                sw.resize(k, xu);
+            }
+            // The freed slot was below (or is) everything that moves.
+            sw.relayout(i, xu);
+        }
+        for &(k, d) in seg_at.get(x).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(p) = sw.pools.get_mut(k as usize) {
+                p.reserved = p.reserved.saturating_add(d);
+                if !p.started {
+                    sw.start_pool(k, xu);
+                }
+                if let Some(li) = sw.resize(k, xu) {
+                    sw.relayout(li, xu);
+                }
+            }
+        }
+        for &e in starts.get(x).map(Vec::as_slice).unwrap_or(&[]) {
+            let size = el.size_bytes.get(e as usize).copied().unwrap_or(0);
+            let k = elem_pool.get(e as usize).copied().unwrap_or(NONE);
+            if k == NONE {
+                sw.push(Tag::Elem, e, size, size, xu);
+                continue;
+            }
+            if !sw.pools.get(k as usize).is_some_and(|p| p.started) {
+                sw.start_pool(k, xu);
+            }
+            let Some(li) = sw.find(Tag::PoolSlack(k), NONE) else {
+                continue;
+            };
+            let y = sw.slots.get(li).map(|s| s.y).unwrap_or(0);
+            sw.slots.insert(
+                li,
+                Slot {
+                    tag: Tag::Elem,
+                    e,
+                    y,
+                    last: y,
+                    size,
+                    band: size,
+                },
+            );
+            sw.piece(e, xu, y, true);
+            if let Some(p) = sw.pools.get_mut(k as usize) {
+                p.active = p.active.saturating_add(size);
+            }
+            if let Some(li) = sw.resize(k, xu) {
+                sw.relayout(li, xu);
+            }
+        }
+        if let Some(t) = total.get_mut(x) {
+            *t = sw.top();
+        }
+    }
+    // Envelopes still open last to the end; then all elements by start (stable).
+    let mut rows_all: Vec<Tmp> = (0..el.len()).filter_map(|e| el.row(e)).collect();
+    for mut t in sw.envelopes.drain(..) {
+        t.end_x = t.end_x.min(xs as u32);
+        rows_all.push(t);
+    }
+    let mut order: Vec<u32> = (0..rows_all.len() as u32).collect();
+    order.sort_by_key(|&i| rows_all.get(i as usize).map(|t| t.start_x).unwrap_or(0));
+    let mut new_id = vec![0u32; order.len()];
+    let mut out = Elements::default();
+    for (n, &old) in order.iter().enumerate() {
+        if let (Some(t), Some(slot)) = (rows_all.get(old as usize), new_id.get_mut(old as usize)) {
+            out.push(*t);
+            *slot = n as u32;
+        }
+    }
+    // Group the pieces by (new) element, keeping time order.
+    let n_el = out.len();
+    let mut start = vec![0u32; n_el + 1];
+    for &(e, _, _) in &sw.pieces {
+        if let Some(c) = new_id
+            .get(e as usize)
+            .and_then(|&n| start.get_mut(n as usize + 1))
+        {
+            *c += 1;
+        }
+    }
+    for i in 0..n_el {
+        let prev = start.get(i).copied().unwrap_or(0);
+        if let Some(c) = start.get_mut(i + 1) {
+            *c += prev;
+        }
+    }
+    let mut fill = start.clone();
+    let n_pieces = start.last().copied().unwrap_or(0) as usize;
+    let (mut t0, mut y0) = (vec![0u32; n_pieces], vec![0f32; n_pieces]);
+    for &(e, x, y) in &sw.pieces {
+        let Some(f) = new_id
+            .get(e as usize)
+            .and_then(|&n| fill.get_mut(n as usize))
+        else {
+            continue;
+        };
+        let d = *f as usize;
+        *f += 1;
+        if let (Some(a), Some(b)) = (t0.get_mut(d), y0.get_mut(d)) {
+            *a = x;
+            *b = y;
+        }
+    }
+    let mut warnings = Vec::new();
+    if sw.over_budget {
+        warnings.push(format!(
+            "the stacked layout needs more than {PIECE_BUDGET} pieces; bands stop sliding after that point"
+        ));
+    }
+    (out, (start, t0, y0, total, warnings))
+}

@@ -1,0 +1,634 @@
+//! Allocator State History data: the device's trace as list columns (for the event list) and
+//! one state as segment/block columns (for the canvas), built from the model in the worker and
+//! unpacked on the page from the worker's transferred typed arrays. Also the lookups that link the view with the timeline: which
+//! timeline element (band) a block or an event belongs to.
+
+use crate::protocol::{
+    OomEvent, StateEventsMeta, StateMeta, StateNumbersMsg, STATE_ARRAYS, STATE_EVENT_ARRAYS,
+};
+use crate::wire::field;
+use js_sys::{BigInt64Array, BigUint64Array, Uint32Array, Uint8Array};
+use memlens_core::layout::axis::format_bytes;
+use memlens_core::layout::timeline::NO_ROW;
+use memlens_core::layout::TimelineLayout;
+use memlens_core::model::{Action, BlockState, TIME_NONE};
+use memlens_core::state::{SegmentKind, State, StateNumbers};
+use memlens_core::Snapshot;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+use wasm_bindgen::{JsCast, JsValue};
+
+/// Trace actions by the code the `ev_action` column holds (`Action as u8`).
+pub const ACTIONS: [Action; 11] = [
+    Action::Alloc,
+    Action::FreeRequested,
+    Action::FreeCompleted,
+    Action::SegmentAlloc,
+    Action::SegmentFree,
+    Action::SegmentMap,
+    Action::SegmentUnmap,
+    Action::Snapshot,
+    Action::Oom,
+    Action::Annotate,
+    Action::Unknown,
+];
+
+/// Block states by the code the `blk_state` column holds.
+pub const BLOCK_STATES: [BlockState; 4] = [
+    BlockState::ActiveAllocated,
+    BlockState::ActivePendingFree,
+    BlockState::Inactive,
+    BlockState::Unknown,
+];
+
+pub fn block_state_code(s: BlockState) -> u8 {
+    BLOCK_STATES.iter().position(|x| *x == s).unwrap_or(3) as u8
+}
+
+/// `seg_flags` bits.
+pub const SEG_EXPANDABLE: u8 = 1;
+pub const SEG_SMALL: u8 = 2;
+pub const SEG_LARGE: u8 = 4;
+
+/// A value shared with components, compared by identity (the columns are large).
+#[derive(Debug)]
+pub struct Shared<T>(pub Rc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// A device's trace entries as columns (index = device-local entry index).
+#[derive(Debug, Default)]
+pub struct EventColumns {
+    pub file: u32,
+    pub device: u32,
+    pub action: Vec<u8>,
+    pub addr: Vec<u64>,
+    pub size_bytes: Vec<u64>,
+    /// Upstream's per-address version (the `_N` of `b'7f…_N`).
+    pub version: Vec<u32>,
+    /// Stream ordinal (an index into `meta.streams`).
+    pub stream: Vec<u32>,
+    /// µs since the epoch; `i64::MIN` where the entry has none.
+    pub time_us: Vec<i64>,
+    pub meta: StateEventsMeta,
+}
+
+impl Default for StateEventsMeta {
+    fn default() -> Self {
+        StateEventsMeta {
+            n_events: 0,
+            peak_event: None,
+            ooms: Vec::new(),
+            streams: Vec::new(),
+            warnings: Vec::new(),
+            build_ms: 0.0,
+        }
+    }
+}
+
+fn u8s(data: &JsValue, name: &str) -> Result<Vec<u8>, String> {
+    field(data, name)
+        .dyn_into::<Uint8Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| format!("state column {name} missing"))
+}
+
+fn u32s(data: &JsValue, name: &str) -> Result<Vec<u32>, String> {
+    field(data, name)
+        .dyn_into::<Uint32Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| format!("state column {name} missing"))
+}
+
+fn u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
+    field(data, name)
+        .dyn_into::<BigUint64Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| format!("state column {name} missing"))
+}
+
+fn i64s(data: &JsValue, name: &str) -> Result<Vec<i64>, String> {
+    field(data, name)
+        .dyn_into::<BigInt64Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| format!("state column {name} missing"))
+}
+
+/// The action name as upstream's list writes it.
+pub fn action_name(code: u8) -> &'static str {
+    ACTIONS.get(code as usize).map_or("unknown", |a| a.name())
+}
+
+pub fn action_of(code: u8) -> Action {
+    ACTIONS
+        .get(code as usize)
+        .copied()
+        .unwrap_or(Action::Unknown)
+}
+
+/// Upstream's `formatSize`: `1.5MiB (1572864 bytes)`.
+pub fn format_size(bytes: u64) -> String {
+    format!(
+        "{} ({bytes} bytes)",
+        format_bytes(bytes as f64).replace(' ', "")
+    )
+}
+
+impl EventColumns {
+    /// The device's trace as list columns, with upstream's per-address versions (bumped by
+    /// `free_completed` for blocks, by `segment_free`/`segment_unmap` for segments), stream
+    /// ordinals, the timeline's peak and the `oom` entries. (Worker side.)
+    pub fn build(snap: &Snapshot, device: u32, warnings: Vec<String>) -> EventColumns {
+        let rows = snap.device_rows(device);
+        let t = &snap.trace;
+        let n = rows.len();
+        let peak = memlens_core::device_stats(snap, device).timeline_peak_event;
+        let mut c = EventColumns {
+            file: 0,
+            device,
+            action: Vec::with_capacity(n),
+            addr: Vec::with_capacity(n),
+            size_bytes: Vec::with_capacity(n),
+            version: Vec::with_capacity(n),
+            stream: Vec::with_capacity(n),
+            time_us: Vec::with_capacity(n),
+            meta: StateEventsMeta {
+                n_events: n as u32,
+                peak_event: u32::try_from(peak).ok(),
+                warnings,
+                ..StateEventsMeta::default()
+            },
+        };
+        let mut blk_ver: HashMap<u64, u32> = HashMap::new();
+        let mut seg_ver: HashMap<u64, u32> = HashMap::new();
+        let mut last_stream: Option<(u64, u32)> = None;
+        for (i, r) in rows.enumerate() {
+            let r = r as usize;
+            let a = t.action.get(r).copied().unwrap_or(Action::Unknown);
+            let addr = t.addr.get(r).copied().unwrap_or(0);
+            let size = t.size_bytes.get(r).copied().unwrap_or(0);
+            let s = t.stream.get(r).copied().unwrap_or(0);
+            let (versions, bump) = match a {
+                Action::Alloc | Action::FreeRequested => (Some(&mut blk_ver), false),
+                Action::FreeCompleted => (Some(&mut blk_ver), true),
+                Action::SegmentAlloc | Action::SegmentMap => (Some(&mut seg_ver), false),
+                Action::SegmentFree | Action::SegmentUnmap => (Some(&mut seg_ver), true),
+                _ => (None, false),
+            };
+            let v = versions.map_or(0, |m| {
+                let e = m.entry(addr).or_insert(0);
+                let v = *e;
+                if bump {
+                    *e += 1;
+                }
+                v
+            });
+            if a == Action::Oom {
+                c.meta.ooms.push(OomEvent {
+                    event: i as u32,
+                    requested_bytes: size,
+                    device_free_bytes: t.device_free(r as u32),
+                });
+            }
+            let o = match last_stream {
+                Some((id, o)) if id == s => o,
+                _ => {
+                    let streams = &mut c.meta.streams;
+                    let o = match streams.iter().position(|&x| x == s) {
+                        Some(k) => k as u32,
+                        None => {
+                            streams.push(s);
+                            (streams.len() - 1) as u32
+                        }
+                    };
+                    last_stream = Some((s, o));
+                    o
+                }
+            };
+            c.action.push(a as u8);
+            c.addr.push(addr);
+            c.size_bytes.push(size);
+            c.version.push(v);
+            c.stream.push(o);
+            c.time_us
+                .push(t.time_us.get(r).copied().unwrap_or(TIME_NONE));
+        }
+        c
+    }
+
+    pub fn from_message(
+        data: &JsValue,
+        file: u32,
+        device: u32,
+        meta: StateEventsMeta,
+    ) -> Result<EventColumns, String> {
+        let [a, b, c, d, e, f] = STATE_EVENT_ARRAYS;
+        let ev = EventColumns {
+            file,
+            device,
+            action: u8s(data, a)?,
+            addr: u64s(data, b)?,
+            size_bytes: u64s(data, c)?,
+            version: u32s(data, d)?,
+            stream: u32s(data, e)?,
+            time_us: i64s(data, f)?,
+            meta,
+        };
+        let n = ev.action.len();
+        if [
+            ev.addr.len(),
+            ev.size_bytes.len(),
+            ev.version.len(),
+            ev.stream.len(),
+            ev.time_us.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
+            return Err("state event columns of different lengths".into());
+        }
+        Ok(ev)
+    }
+
+    pub fn len(&self) -> usize {
+        self.action.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+
+    pub fn action(&self, i: usize) -> Action {
+        self.action
+            .get(i)
+            .map_or(Action::Unknown, |&c| action_of(c))
+    }
+
+    /// `b'7f3a00000000_2` for block entries, `s'…_N` for segment entries.
+    pub fn addr_label(&self, i: usize) -> String {
+        let (Some(&addr), Some(&v)) = (self.addr.get(i), self.version.get(i)) else {
+            return String::new();
+        };
+        let p = match self.action(i) {
+            Action::SegmentAlloc
+            | Action::SegmentFree
+            | Action::SegmentMap
+            | Action::SegmentUnmap => 's',
+            _ => 'b',
+        };
+        format!("{p}'{addr:x}_{v}")
+    }
+
+    /// One list line in upstream's `formatEvent` form (a space added between the columns, as
+    /// `free_requested` fills its 14): action padded to 14, address label
+    /// padded to 18, size; `OOM (requested X, Device has Y memory free)` for `oom`.
+    pub fn line(&self, i: usize) -> String {
+        let size = self.size_bytes.get(i).copied().unwrap_or(0);
+        match self.action(i) {
+            Action::Oom => {
+                let free = self
+                    .meta
+                    .ooms
+                    .iter()
+                    .find(|o| o.event as usize == i)
+                    .and_then(|o| o.device_free_bytes)
+                    .map_or("?".to_string(), format_size);
+                format!(
+                    "OOM (requested {}, Device has {free} memory free)",
+                    format_size(size)
+                )
+            }
+            Action::Snapshot => "snapshot".to_string(),
+            a => format!(
+                "{:<14} {:<18} {}",
+                a.name(),
+                self.addr_label(i),
+                format_size(size)
+            ),
+        }
+    }
+
+    /// Stream id of entry `i`.
+    pub fn stream_of(&self, i: usize) -> Option<u64> {
+        let o = *self.stream.get(i)?;
+        self.meta.streams.get(o as usize).copied()
+    }
+
+    pub fn time_of(&self, i: usize) -> Option<i64> {
+        self.time_us.get(i).copied().filter(|&t| t != i64::MIN)
+    }
+
+    /// The first entry's time, if the trace has times.
+    pub fn first_time_us(&self) -> Option<i64> {
+        self.time_us.iter().copied().find(|&t| t != i64::MIN)
+    }
+
+    /// The last entry at or before `t_us` (the first entry when `t_us` is earlier than all).
+    pub fn event_at_time(&self, t_us: i64) -> Option<u32> {
+        if self.is_empty() || self.first_time_us().is_none() {
+            return None;
+        }
+        // Times are non-decreasing within a device in real dumps; entries without a time sort
+        // with the ones before them.
+        let k = self
+            .time_us
+            .partition_point(|&t| t == i64::MIN || t <= t_us);
+        Some(k.saturating_sub(1) as u32)
+    }
+}
+
+/// One state as columns; segment `k`'s blocks are `seg_first_block[k]..seg_first_block[k+1]`.
+#[derive(Debug, Default)]
+pub struct StateFrame {
+    pub file: u32,
+    pub device: u32,
+    /// The `event` of the request this answers.
+    pub requested: Option<u32>,
+    pub meta: StateMeta,
+    pub seg_addr: Vec<u64>,
+    pub seg_size: Vec<u64>,
+    pub seg_stream: Vec<u64>,
+    pub seg_flags: Vec<u8>,
+    pub seg_first_block: Vec<u32>,
+    pub blk_addr: Vec<u64>,
+    pub blk_size: Vec<u64>,
+    pub blk_requested: Vec<u64>,
+    pub blk_state: Vec<u8>,
+    /// Device-local index of the `alloc` that made the block ([`NO_ROW`] if none recorded).
+    pub blk_alloc_event: Vec<u32>,
+    pub blk_stack: Vec<u32>,
+    /// `performance.now()` when the page received it.
+    pub received_ms: f64,
+}
+
+impl Default for StateMeta {
+    fn default() -> Self {
+        StateMeta {
+            event: None,
+            numbers: None,
+            segment_pool: Vec::new(),
+            seek_ms: 0.0,
+            build_ms: 0.0,
+        }
+    }
+}
+
+/// The per-state numbers as the protocol carries them.
+pub fn numbers_msg(n: &StateNumbers) -> StateNumbersMsg {
+    StateNumbersMsg {
+        allocated_bytes: n.allocated_bytes,
+        requested_bytes: n.requested_bytes,
+        active_bytes: n.active_bytes,
+        pending_free_bytes: n.pending_free_bytes,
+        reserved_bytes: n.reserved_bytes,
+        inactive_bytes: n.inactive_bytes,
+        inactive_split_bytes: n.inactive_split_bytes,
+        largest_free_block_bytes: n.largest_free_block_bytes,
+        fragmentation_pct: n.fragmentation_pct,
+        rounding_waste_bytes: n.rounding_waste_bytes,
+        segments: n.segments,
+        blocks: n.blocks,
+        unplaced_allocations: n.unplaced_allocations,
+        unplaced_requested_bytes: n.unplaced_requested_bytes,
+        oom: n.oom.map(|o| {
+            (
+                o.requested_bytes,
+                o.device_free_bytes,
+                o.largest_free_block_bytes,
+                o.total_free_bytes,
+            )
+        }),
+    }
+}
+
+impl StateFrame {
+    /// A state as columns and numbers. (Worker side; `meta.seek_ms`/`build_ms` are left 0.)
+    pub fn from_state(file: u32, device: u32, requested: Option<u32>, st: &State) -> StateFrame {
+        let c = st.columns();
+        let seg_flags = c
+            .segment_is_expandable
+            .iter()
+            .zip(&c.segment_kind)
+            .map(|(&x, k)| {
+                (if x { SEG_EXPANDABLE } else { 0 })
+                    | match k {
+                        SegmentKind::Small => SEG_SMALL,
+                        SegmentKind::Large => SEG_LARGE,
+                        SegmentKind::Unknown => 0,
+                    }
+            })
+            .collect();
+        let mut seg_first_block: Vec<u32> = c.segment_blocks.iter().map(|r| r.start).collect();
+        seg_first_block.push(c.block_address.len() as u32);
+        StateFrame {
+            file,
+            device,
+            requested,
+            meta: StateMeta {
+                event: st.event().map(|e| e as u32),
+                numbers: Some(numbers_msg(&st.numbers())),
+                segment_pool: c.segment_pool_id,
+                seek_ms: 0.0,
+                build_ms: 0.0,
+            },
+            seg_flags,
+            seg_first_block,
+            blk_state: c.block_state.iter().map(|&s| block_state_code(s)).collect(),
+            blk_stack: c.block_stack.iter().map(|s| s.0).collect(),
+            seg_addr: c.segment_address,
+            seg_size: c.segment_size_bytes,
+            seg_stream: c.segment_stream,
+            blk_addr: c.block_address,
+            blk_size: c.block_size_bytes,
+            blk_requested: c.block_requested_size_bytes,
+            blk_alloc_event: c.block_alloc_event,
+            received_ms: 0.0,
+        }
+    }
+
+    pub fn from_message(
+        data: &JsValue,
+        file: u32,
+        device: u32,
+        requested: Option<u32>,
+        meta: StateMeta,
+        received_ms: f64,
+    ) -> Result<StateFrame, String> {
+        let [sa, ss, st, sf, sb, ba, bs, br, bst, be, bk] = STATE_ARRAYS;
+        let f = StateFrame {
+            file,
+            device,
+            requested,
+            meta,
+            seg_addr: u64s(data, sa)?,
+            seg_size: u64s(data, ss)?,
+            seg_stream: u64s(data, st)?,
+            seg_flags: u8s(data, sf)?,
+            seg_first_block: u32s(data, sb)?,
+            blk_addr: u64s(data, ba)?,
+            blk_size: u64s(data, bs)?,
+            blk_requested: u64s(data, br)?,
+            blk_state: u8s(data, bst)?,
+            blk_alloc_event: u32s(data, be)?,
+            blk_stack: u32s(data, bk)?,
+            received_ms,
+        };
+        let (ns, nb) = (f.seg_addr.len(), f.blk_addr.len());
+        let segs_ok = [
+            f.seg_size.len(),
+            f.seg_stream.len(),
+            f.seg_flags.len(),
+            f.meta.segment_pool.len(),
+        ]
+        .iter()
+        .all(|&l| l == ns)
+            && f.seg_first_block.len() == ns + 1;
+        let blks_ok = [
+            f.blk_size.len(),
+            f.blk_requested.len(),
+            f.blk_state.len(),
+            f.blk_alloc_event.len(),
+            f.blk_stack.len(),
+        ]
+        .iter()
+        .all(|&l| l == nb);
+        let ranges_ok = f.seg_first_block.windows(2).all(|w| w[0] <= w[1])
+            && f.seg_first_block.last().is_none_or(|&l| l as usize == nb);
+        if !(segs_ok && blks_ok && ranges_ok) {
+            return Err("state columns of different lengths".into());
+        }
+        Ok(f)
+    }
+
+    pub fn segments(&self) -> usize {
+        self.seg_addr.len()
+    }
+
+    /// Block index range of segment `k`.
+    pub fn blocks_of(&self, k: usize) -> std::ops::Range<usize> {
+        let a = self.seg_first_block.get(k).copied().unwrap_or(0) as usize;
+        let b = self.seg_first_block.get(k + 1).copied().unwrap_or(0) as usize;
+        a..b.max(a)
+    }
+
+    pub fn block_state(&self, b: usize) -> BlockState {
+        self.blk_state
+            .get(b)
+            .and_then(|&c| BLOCK_STATES.get(c as usize))
+            .copied()
+            .unwrap_or(BlockState::Unknown)
+    }
+
+    /// The block containing `addr`, if any.
+    pub fn block_at(&self, addr: u64) -> Option<usize> {
+        let k = self
+            .blk_addr
+            .partition_point(|&a| a <= addr)
+            .checked_sub(1)?;
+        let (a, s) = (*self.blk_addr.get(k)?, *self.blk_size.get(k)?);
+        (addr < a.saturating_add(s)).then_some(k)
+    }
+}
+
+/// The elements of an Active layout ordered by (address, alloc row), built once per layout.
+struct AddrIndex {
+    layout: Weak<TimelineLayout>,
+    order: Rc<Vec<u32>>,
+}
+
+thread_local! {
+    static INDEX: RefCell<Option<AddrIndex>> = const { RefCell::new(None) };
+}
+
+fn addr_order(layout: &Rc<TimelineLayout>) -> Rc<Vec<u32>> {
+    INDEX.with(|ix| {
+        let mut ix = ix.borrow_mut();
+        if let Some(i) = ix.as_ref() {
+            if i.layout.upgrade().is_some_and(|l| Rc::ptr_eq(&l, layout)) {
+                return i.order.clone();
+            }
+        }
+        let el = &layout.elements;
+        let mut order: Vec<u32> = (0..el.len() as u32).collect();
+        order.sort_by_key(|&e| {
+            (
+                el.addr.get(e as usize).copied().unwrap_or(0),
+                el.alloc_row.get(e as usize).copied().unwrap_or(NO_ROW),
+            )
+        });
+        let order = Rc::new(order);
+        *ix = Some(AddrIndex {
+            layout: Rc::downgrade(layout),
+            order: order.clone(),
+        });
+        order
+    })
+}
+
+/// The element (band) of `layout` at `addr` that `event` touches or that is alive after it.
+/// `touch`: alive at some point of entry `event` (allocated there, freed there, or alive
+/// across it); otherwise alive in the state after `event` (`None`: before the first entry).
+pub fn element_at(
+    layout: &Rc<TimelineLayout>,
+    addr: u64,
+    event: Option<u32>,
+    touch: bool,
+) -> Option<u32> {
+    let order = addr_order(layout);
+    let el = &layout.elements;
+    let addr_of = |e: u32| el.addr.get(e as usize).copied().unwrap_or(0);
+    let start = order.partition_point(|&e| addr_of(e) < addr);
+    order
+        .get(start..)?
+        .iter()
+        .take_while(|&&e| addr_of(e) == addr)
+        .copied()
+        .find(|&e| {
+            let a = el.alloc_row.get(e as usize).copied().unwrap_or(NO_ROW);
+            let f = el.free_row.get(e as usize).copied().unwrap_or(NO_ROW);
+            match event {
+                None => a == NO_ROW,
+                Some(i) => {
+                    let born = a == NO_ROW || a <= i;
+                    let alive = f == NO_ROW || if touch { f >= i } else { f > i };
+                    born && alive
+                }
+            }
+        })
+}
+
+/// The band that entry `event` of the device allocates or frees (none for other entries).
+pub fn element_of_event(
+    layout: &Rc<TimelineLayout>,
+    events: &EventColumns,
+    event: u32,
+) -> Option<u32> {
+    match events.action(event as usize) {
+        Action::Alloc | Action::FreeRequested | Action::FreeCompleted => {
+            element_at(layout, *events.addr.get(event as usize)?, Some(event), true)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

@@ -1,0 +1,282 @@
+//! Native tests of the Allocator State History's data and map (no browser): on every fixture in
+//! tests/fixtures and every real snapshot in ../shared/snapshots (skipped with a notice when
+//! absent), at a spread of events: the list columns and their versions, the link from events
+//! and blocks to timeline elements, and the map's placement and hit test.
+
+use super::*;
+use crate::state_canvas::{fit, place, MapGeometry, PAD, ROW_H};
+use memlens_core::layout::{TimelineKind, TimelineLayout};
+use memlens_core::state::AllocatorHistory;
+use std::path::{Path, PathBuf};
+
+fn fixture_snapshots() -> Vec<(String, Snapshot)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.sort();
+    for p in files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+    {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let Ok(bytes) = memlens_core::fixture::build(&text) else {
+            continue;
+        };
+        if let Ok(s) = memlens_core::load(&bytes) {
+            out.push((p.display().to_string(), s));
+        }
+    }
+    assert!(out.len() >= 5, "fixtures not found in {}", dir.display());
+    out
+}
+
+fn real_snapshots() -> Vec<(String, Snapshot)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/snapshots");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        println!(
+            "NOTICE: {} not found; real-snapshot state view checks skipped",
+            dir.display()
+        );
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "pickle"))
+        .filter_map(|p| {
+            let f = std::fs::File::open(&p).ok()?;
+            let s = memlens_core::load_reader(f, None).ok()?;
+            Some((p.display().to_string(), s))
+        })
+        .collect()
+}
+
+/// Entries to look at: the ends and a spread in between.
+fn sample(n: usize) -> Vec<Option<usize>> {
+    let mut v = vec![None];
+    if n > 0 {
+        v.extend([0, n / 7, n / 3, n / 2, (2 * n) / 3, n - 1].map(Some));
+    }
+    v.dedup();
+    v
+}
+
+fn check_geometry(name: &str, f: &StateFrame, g: &MapGeometry, width: f64) {
+    // Every segment's bytes are placed exactly once, inside the map's width.
+    let mut placed = vec![0u64; f.segments()];
+    for p in &g.pieces {
+        let k = p.seg as usize;
+        assert!(
+            k < f.segments(),
+            "{name}: piece of a segment that does not exist"
+        );
+        placed[k] += p.bytes;
+        assert!(
+            p.x0 >= PAD - 1e-6 && p.x1 <= PAD + width + 1e-6,
+            "{name}: piece {p:?} outside the map"
+        );
+        assert!(
+            p.y >= 0.0 && p.y + ROW_H <= g.height_px,
+            "{name}: piece {p:?} below the map"
+        );
+    }
+    for (k, &b) in placed.iter().enumerate() {
+        assert_eq!(
+            Some(&b),
+            f.seg_size.get(k),
+            "{name}: segment {k} placed bytes"
+        );
+    }
+    // Pieces of one row do not overlap.
+    for w in g.pieces.windows(2) {
+        if w[0].y == w[1].y {
+            assert!(
+                w[1].x0 >= w[0].x1 - 1e-6,
+                "{name}: {:?} overlaps {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+    // A point in the middle of each block's slice finds that block.
+    for p in &g.pieces {
+        let k = p.seg as usize;
+        let seg_addr = f.seg_addr[k];
+        let (a0, a1) = (seg_addr + p.byte0, seg_addr + p.byte0 + p.bytes);
+        for b in f.blocks_of(k) {
+            let (ba, be) = (f.blk_addr[b], f.blk_addr[b] + f.blk_size[b]);
+            let (c0, c1) = (ba.max(a0), be.min(a1));
+            if c0 >= c1 {
+                continue;
+            }
+            let mid = c0 + (c1 - c0) / 2;
+            let x = p.x0 + (mid - a0) as f64 / p.bytes as f64 * (p.x1 - p.x0);
+            // Too thin to tell apart on screen at any zoom the view allows: skip.
+            if (c1 - c0) as f64 / p.bytes as f64 * (p.x1 - p.x0) < 1e-3 {
+                continue;
+            }
+            let hit = g.hit(f, x, p.y + ROW_H / 2.0);
+            assert_eq!(hit.map(|h| h.seg), Some(k), "{name}: hit segment");
+            assert_eq!(
+                hit.and_then(|h| h.block),
+                Some(b),
+                "{name}: hit block at {mid:#x}"
+            );
+        }
+    }
+}
+
+fn check_snapshot(name: &str, snap: &Snapshot) {
+    for device in snap.devices() {
+        let h = AllocatorHistory::new(snap, device);
+        let ev = EventColumns::build(snap, device, Vec::new());
+        let n = ev.len();
+        assert_eq!(n, snap.device_rows(device).len(), "{name}: list length");
+        assert_eq!(ev.meta.n_events as usize, n);
+        // Versions: an allocation's alloc, free_requested and free_completed share one; the
+        // next allocation at that address has the next.
+        let mut open: HashMap<u64, u32> = HashMap::new();
+        let mut next: HashMap<u64, u32> = HashMap::new();
+        for i in 0..n {
+            let (a, v) = (ev.addr[i], ev.version[i]);
+            match ev.action(i) {
+                Action::Alloc => {
+                    assert_eq!(
+                        v,
+                        *next.get(&a).unwrap_or(&0),
+                        "{name}: alloc version at {i}"
+                    );
+                    open.insert(a, v);
+                }
+                Action::FreeCompleted => {
+                    if let Some(o) = open.remove(&a) {
+                        assert_eq!(v, o, "{name}: free_completed version at {i}");
+                    }
+                    next.insert(a, v + 1);
+                }
+                _ => {}
+            }
+            let line = ev.line(i);
+            match ev.action(i) {
+                Action::Oom => assert!(line.starts_with("OOM (requested "), "{name}: {line}"),
+                Action::Snapshot => assert_eq!(line, "snapshot"),
+                x => {
+                    assert!(
+                        line.starts_with(&format!("{:<14} ", x.name())),
+                        "{name}: {line}"
+                    );
+                    assert!(line.ends_with(" bytes)"), "{name}: {line}");
+                }
+            }
+        }
+        let layout = Rc::new(TimelineLayout::build(snap, device, TimelineKind::Active));
+        let el = &layout.elements;
+        // Each alloc entry links to the element it allocates.
+        for i in 0..n {
+            if ev.action(i) == Action::Alloc {
+                let e = element_of_event(&layout, &ev, i as u32);
+                let e = e.unwrap_or_else(|| panic!("{name}: alloc {i} has no element"));
+                assert_eq!(el.alloc_row[e as usize], i as u32, "{name}: alloc {i}");
+                assert_eq!(el.addr[e as usize], ev.addr[i]);
+            }
+        }
+        let width = 600.0;
+        for at in sample(n) {
+            let st = h.state_at(at);
+            let f = StateFrame::from_state(1, device, at.map(|e| e as u32), &st);
+            assert_eq!(f.meta.event, at.map(|e| e as u32), "{name}: state event");
+            // Blocks tile their segment.
+            for k in 0..f.segments() {
+                let sum: u64 = f.blocks_of(k).map(|b| f.blk_size[b]).sum();
+                assert_eq!(
+                    sum, f.seg_size[k],
+                    "{name}: blocks of segment {k} after {at:?}"
+                );
+            }
+            // Every active block links to an element alive then, at its address, made by its
+            // alloc when the block knows it.
+            for b in 0..f.blk_addr.len() {
+                if !f.block_state(b).is_active() {
+                    continue;
+                }
+                let e = element_at(&layout, f.blk_addr[b], f.meta.event, false);
+                let Some(e) = e else {
+                    panic!(
+                        "{name}: block {:#x} after {at:?} has no element",
+                        f.blk_addr[b]
+                    );
+                };
+                assert_eq!(el.addr[e as usize], f.blk_addr[b]);
+                let ae = f.blk_alloc_event[b];
+                if ae != NO_ROW {
+                    assert_eq!(
+                        el.alloc_row[e as usize], ae,
+                        "{name}: element of block {:#x}",
+                        f.blk_addr[b]
+                    );
+                }
+            }
+            for bpr in [1u64 << 20, 64 << 20, 1 << 30] {
+                let g = place(&f, bpr, width);
+                check_geometry(
+                    &format!("{name} after {at:?}, {bpr} bytes/row"),
+                    &f,
+                    &g,
+                    width,
+                );
+            }
+            let g = fit(&f, 0, width, 500.0);
+            check_geometry(&format!("{name} after {at:?}, fitted"), &f, &g, width);
+            assert!(
+                g.height_px <= 500.0 || g.bytes_per_row >= 1 << 40,
+                "{name}: fit"
+            );
+        }
+    }
+}
+
+#[test]
+fn fixtures_list_link_and_map() {
+    for (name, snap) in fixture_snapshots() {
+        check_snapshot(&name, &snap);
+    }
+}
+
+#[test]
+fn real_snapshots_list_link_and_map() {
+    for (name, snap) in real_snapshots() {
+        check_snapshot(&name, &snap);
+    }
+}
+
+#[test]
+fn event_at_time_takes_the_last_entry_at_or_before() {
+    let ev = EventColumns {
+        action: vec![0; 5],
+        addr: vec![0; 5],
+        size_bytes: vec![0; 5],
+        version: vec![0; 5],
+        stream: vec![0; 5],
+        time_us: vec![100, 100, 250, 400, 400],
+        ..EventColumns::default()
+    };
+    assert_eq!(ev.event_at_time(50), Some(0));
+    assert_eq!(ev.event_at_time(100), Some(1));
+    assert_eq!(ev.event_at_time(300), Some(2));
+    assert_eq!(ev.event_at_time(1000), Some(4));
+    let none = EventColumns {
+        time_us: vec![TIME_NONE; 2],
+        action: vec![0; 2],
+        ..EventColumns::default()
+    };
+    assert_eq!(none.event_at_time(5), None);
+}
+
+#[test]
+fn format_size_is_upstreams() {
+    assert_eq!(format_size(1_572_864), "1.5MiB (1572864 bytes)");
+    assert_eq!(format_size(512), "512B (512 bytes)");
+}

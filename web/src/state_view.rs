@@ -1,0 +1,839 @@
+//! The Allocator State History view: the event list, the segment map of the state after the
+//! selected entry, the per-state numbers, and the stack panel shared with the timeline. It asks
+//! the worker for the device's list columns once and for one state at a time (the latest wins:
+//! while a request is in flight, newer selections wait and only the last one is sent), and
+//! links with the timeline through the pinned element (`AppState::selected`).
+
+use crate::bridge::{now_ms, Bridge};
+use crate::event_list::{EventList, ROW_PX};
+use crate::panels::StackPanel;
+use crate::protocol::{StateEventsMeta, StateMeta, StateNumbersMsg, ToWorker};
+use crate::state::{Action, AppState, View};
+use crate::state_canvas::{self, Hit, MapGeometry, Marks, Transform};
+use crate::state_data::{format_size, EventColumns, Shared, StateFrame};
+use memlens_core::layout::axis::format_bytes;
+use memlens_core::layout::timeline::NO_ROW;
+use memlens_core::model::{Action as TraceAction, BlockState};
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{
+    Element, HtmlCanvasElement, HtmlInputElement, KeyboardEvent, MouseEvent, WheelEvent,
+};
+use yew::prelude::*;
+
+/// A state request with no answer after this long is considered lost.
+const IN_FLIGHT_TIMEOUT_MS: f64 = 10_000.0;
+
+/// What the page asked the worker for: (file, device, event requested).
+type StateKey = (u32, u32, Option<u32>);
+
+thread_local! {
+    /// When the state request in flight was sent.
+    static IN_FLIGHT: Cell<Option<f64>> = const { Cell::new(None) };
+    /// List columns asked for, by (file, device).
+    static EVENTS_ASKED: RefCell<HashSet<(u32, u32)>> = RefCell::new(HashSet::new());
+    /// The latest wanted state, when it was first wanted, and whether its first paint was
+    /// timed (the seek time).
+    static WANTED_SINCE: Cell<Option<(StateKey, f64, bool)>> = const { Cell::new(None) };
+}
+
+/// Bridge handler: list columns arrived.
+pub fn on_events(
+    d: &UseReducerDispatcher<AppState>,
+    data: &JsValue,
+    id: u32,
+    device: u32,
+    meta: StateEventsMeta,
+) {
+    let build_ms = meta.build_ms;
+    match EventColumns::from_message(data, id, device, meta) {
+        Ok(ev) => {
+            web_sys::console::log_1(
+                &format!(
+                    "memlens: state history list of device {device}: {} entries (history built in {build_ms:.1} ms)",
+                    ev.len()
+                )
+                .into(),
+            );
+            d.dispatch(Action::StateEvents(Shared(Rc::new(ev))));
+        }
+        Err(e) => web_sys::console::error_1(&format!("memlens: {e}").into()),
+    }
+}
+
+/// Bridge handler: a state arrived.
+pub fn on_state(
+    d: &UseReducerDispatcher<AppState>,
+    data: &JsValue,
+    id: u32,
+    device: u32,
+    requested: Option<u32>,
+    meta: StateMeta,
+) {
+    IN_FLIGHT.with(|c| c.set(None));
+    match StateFrame::from_message(data, id, device, requested, meta, now_ms()) {
+        Ok(f) => d.dispatch(Action::StateFrame(Shared(Rc::new(f)))),
+        Err(e) => {
+            web_sys::console::error_1(&format!("memlens: {e}").into());
+            // Still a reply: store an empty frame so the next request goes out.
+            d.dispatch(Action::StateFrame(Shared(Rc::new(StateFrame {
+                file: id,
+                device,
+                requested,
+                received_ms: now_ms(),
+                ..StateFrame::default()
+            }))));
+        }
+    }
+}
+
+/// The state the page wants shown: the selected entry, else the last one.
+fn wanted_key(state: &AppState) -> Option<StateKey> {
+    if state.view() != View::State {
+        return None;
+    }
+    let k = state.element_key()?;
+    Some((k.0, k.1, Some(state.event.unwrap_or(u32::MAX))))
+}
+
+/// Asks the worker for what the Allocator State History needs: the Active layout (for the
+/// stack panel and the link with the timeline), the list columns, and the wanted state.
+#[hook]
+pub fn use_state_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc<Bridge>>) {
+    let wanted = wanted_key(state);
+    let layout_key = state.element_key().filter(|_| wanted.is_some());
+    let have_layout = layout_key.is_some_and(|k| state.layouts.contains_key(&k));
+    let have_events = state.current_events().is_some();
+    let frame = state.state_frame.clone();
+    use_effect_with(
+        (wanted, layout_key, have_layout, have_events, frame),
+        move |(wanted, layout_key, have_layout, have_events, frame)| {
+            let (Some(b), Some(w), Some(k)) = (&bridge, wanted, layout_key) else {
+                return;
+            };
+            if !*have_layout {
+                b.request_layout(*k);
+            }
+            if !*have_events && EVENTS_ASKED.with(|a| a.borrow_mut().insert((w.0, w.1))) {
+                b.send_state_request(&ToWorker::StateEvents {
+                    id: w.0,
+                    device: w.1,
+                });
+            }
+            let now = now_ms();
+            if WANTED_SINCE.with(|c| c.get()).map(|(k, _, _)| k) != Some(*w) {
+                WANTED_SINCE.with(|c| c.set(Some((*w, now, false))));
+            }
+            let have = frame.as_ref().map(|f| (f.file, f.device, f.requested));
+            let busy = IN_FLIGHT
+                .with(|c| c.get())
+                .is_some_and(|t| now - t < IN_FLIGHT_TIMEOUT_MS);
+            if have != Some(*w) && !busy {
+                IN_FLIGHT.with(|c| c.set(Some(now)));
+                b.send_state_request(&ToWorker::StateAt {
+                    id: w.0,
+                    device: w.1,
+                    event: w.2,
+                });
+            }
+        },
+    );
+}
+
+/// The body of the Allocator State History: the view and the stack panel beside it.
+pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
+    let Some(key) = state.element_key() else {
+        return html! { <p class="muted">{ "No device to show." }</p> };
+    };
+    let (file, device) = (key.0, key.1);
+    let events = state.current_events().cloned();
+    let frame = state
+        .state_frame
+        .clone()
+        .filter(|f| f.file == file && f.device == device);
+    let layout = state.layouts.get(&key).cloned();
+    let pinned = layout.as_ref().zip(state.selected).and_then(|(l, e)| {
+        let el = &l.0.elements;
+        Some((
+            *el.addr.get(e as usize)?,
+            el.alloc_row.get(e as usize).copied().unwrap_or(NO_ROW),
+        ))
+    });
+    let peak_reserved = state
+        .current_info()
+        .and_then(|i| i.devices.iter().find(|d| d.device == device))
+        .map_or(0, |d| d.peak_reserved_bytes.max(0) as u64);
+    let ctx = state
+        .context
+        .as_ref()
+        .filter(|(k, e, _, _)| *k == key && Some(*e) == state.selected)
+        .and_then(|c| c.3.clone());
+    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
+    html! {
+        <div class="view-body state-body">
+            <div class="plot-and-stack">
+                <StateView {file} {device} {events} {frame} event={state.event}
+                    pinned_addr={pinned.map(|p| p.0)} {peak_reserved}
+                    on_event={Callback::from(move |i: u32| s1.dispatch(Action::SelectEvent(i)))}
+                    on_pin_block={Callback::from(move |a: Option<u64>| match a {
+                        Some(a) => s2.dispatch(Action::PinBlock(a)),
+                        None => s2.dispatch(Action::Pin(None)),
+                    })} />
+                <StackPanel selected={state.selected} context={ctx} loading={layout.is_some()} full={state.full_stack}
+                    on_toggle_full={Callback::from(move |_| s3.dispatch(Action::ToggleFullStack))}
+                    on_unpin={Callback::from(move |_| s4.dispatch(Action::Pin(None)))} />
+            </div>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub file: u32,
+    pub device: u32,
+    pub events: Option<Shared<EventColumns>>,
+    /// The latest state of this file and device (possibly of another entry while the wanted
+    /// one is on its way).
+    pub frame: Option<Shared<StateFrame>>,
+    /// The selected entry (`None`: the last).
+    pub event: Option<u32>,
+    /// Address of the pinned allocation (outlined in the map).
+    pub pinned_addr: Option<u64>,
+    /// The device's peak reserved bytes (fixes the map's scale for the whole trace).
+    pub peak_reserved: u64,
+    pub on_event: Callback<u32>,
+    /// A block was clicked (its address), or empty space (`None`).
+    pub on_pin_block: Callback<Option<u64>>,
+}
+
+/// What the native listeners and the hit test need of the latest render.
+struct Live {
+    frame: Option<Shared<StateFrame>>,
+    geometry: Option<MapGeometry>,
+    transform: Transform,
+    on_transform: Callback<Transform>,
+}
+
+struct Drag {
+    start: (f64, f64),
+    start_t: Transform,
+    moved: bool,
+}
+
+fn metric(key: &'static str, name: &'static str, v: u64) -> Html {
+    html! {
+        <div class="metric" data-metric={format!("state_{key}")} data-value={v.to_string()} title={format!("{v} bytes")}>
+            <span class="metric-name">{ name }</span>
+            <span class="metric-value">{ format_bytes(v as f64) }</span>
+        </div>
+    }
+}
+
+/// At an `oom` entry: the request against the largest free block and all free bytes.
+fn oom_html(n: &StateNumbersMsg) -> Option<Html> {
+    n.oom.map(|(req, dev, largest, total)| {
+        let verdict = if req > largest {
+            if req <= total {
+                "the request is larger than the largest free block but not than all free memory: fragmentation"
+            } else {
+                "the request is larger than all free memory in the segments"
+            }
+        } else {
+            "a free block was large enough: the allocator could not use it (stream or pool)"
+        };
+        html! {
+            <div class="state-oom" data-testid="state-oom">
+                <b>{ "OOM " }</b>
+                <span data-metric="state_oom_requested_bytes" data-value={req.to_string()}>{ format!("requested {}", format_size(req)) }</span>
+                { " · " }
+                <span data-metric="state_oom_largest_free_block_bytes" data-value={largest.to_string()}>{ format!("largest free block {}", format_size(largest)) }</span>
+                { " · " }
+                <span data-metric="state_oom_total_free_bytes" data-value={total.to_string()}>{ format!("total free {}", format_size(total)) }</span>
+                if let Some(d) = dev {
+                    { " · " }
+                    <span data-metric="state_oom_device_free_bytes" data-value={d.to_string()}>{ format!("device free {}", format_size(d)) }</span>
+                }
+                <div class="muted small">{ verdict }</div>
+            </div>
+        }
+    })
+}
+
+fn numbers_html(n: &StateNumbersMsg, event: Option<u32>) -> Html {
+    html! {
+        <div class="summary state-numbers" data-testid="state-numbers" data-event={event.map(|e| e.to_string())}>
+            { metric("allocated_bytes", "Allocated", n.allocated_bytes) }
+            { metric("requested_bytes", "Requested", n.requested_bytes) }
+            { metric("active_bytes", "Active", n.active_bytes) }
+            { metric("reserved_bytes", "Reserved", n.reserved_bytes) }
+            { metric("inactive_split_bytes", "Inactive split", n.inactive_split_bytes) }
+            { metric("largest_free_block_bytes", "Largest free block", n.largest_free_block_bytes) }
+            <div class="metric" data-metric="state_fragmentation_pct" data-value={format!("{:.4}", n.fragmentation_pct)}
+                title="1 − largest free block / all free bytes in segments">
+                <span class="metric-name">{ "Fragmentation" }</span>
+                <span class="metric-value">{ format!("{:.1} %", n.fragmentation_pct) }</span>
+            </div>
+            { metric("pending_free_bytes", "Pending free", n.pending_free_bytes) }
+            { metric("rounding_waste_bytes", "Rounding waste", n.rounding_waste_bytes) }
+            <div class="metric" data-metric="state_segments" data-value={n.segments.to_string()}>
+                <span class="metric-name">{ "Segments / blocks" }</span>
+                <span class="metric-value">{ format!("{} / {}", n.segments, n.blocks) }</span>
+            </div>
+            if n.unplaced_allocations > 0 {
+                <div class="metric" data-metric="state_unplaced_allocations" data-value={n.unplaced_allocations.to_string()}
+                    title="allocations the trace frees that no segment of the time can hold">
+                    <span class="metric-name">{ "Unplaced" }</span>
+                    <span class="metric-value">{ format!("{} ({})", n.unplaced_allocations, format_bytes(n.unplaced_requested_bytes as f64)) }</span>
+                </div>
+            }
+        </div>
+    }
+}
+
+/// Parses "12.5", "+12.5s", "1500ms", "300us" (after the first entry) or "14:03:07.250" (clock
+/// time on the first entry's day) into µs since the epoch.
+fn parse_time(s: &str, first_us: i64) -> Option<i64> {
+    let s = s.trim();
+    if s.contains(':') {
+        let mut parts = s.split(':');
+        let h: f64 = parts.next()?.trim().parse().ok()?;
+        let m: f64 = parts.next()?.trim().parse().ok()?;
+        let sec: f64 = parts.next().map_or(Some(0.0), |x| x.trim().parse().ok())?;
+        let d = js_sys::Date::new(&JsValue::from_f64(first_us as f64 / 1000.0));
+        d.set_hours(h as u32);
+        d.set_minutes(m as u32);
+        d.set_seconds(sec.floor() as u32);
+        let ms = d.set_milliseconds((sec.fract() * 1000.0).round() as u32);
+        return ms.is_finite().then_some((ms * 1000.0) as i64);
+    }
+    let s = s.trim_start_matches('+');
+    let (num, scale) = if let Some(x) = s.strip_suffix("ms") {
+        (x, 1e3)
+    } else if let Some(x) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+        (x, 1.0)
+    } else if let Some(x) = s.strip_suffix('s') {
+        (x, 1e6)
+    } else {
+        (s, 1e6)
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    v.is_finite().then(|| first_us + (v * scale) as i64)
+}
+
+fn time_text(ev: &EventColumns, i: usize) -> Option<String> {
+    let t = ev.time_of(i)?;
+    let first = ev.first_time_us()?;
+    let d = js_sys::Date::new(&JsValue::from_f64(t as f64 / 1000.0));
+    let clock = d.to_iso_string().as_string().unwrap_or_default();
+    Some(format!(
+        "+{:.6} s · {}",
+        (t - first) as f64 / 1e6,
+        clock.replace('T', " ").trim_end_matches('Z')
+    ))
+}
+
+fn tooltip_text(f: &StateFrame, hit: &Hit) -> String {
+    let seg = hit.seg;
+    let seg_addr = f.seg_addr.get(seg).copied().unwrap_or(0);
+    let seg_size = f.seg_size.get(seg).copied().unwrap_or(0);
+    let (mut alloc, mut free) = (0u64, 0u64);
+    for b in f.blocks_of(seg) {
+        let s = f.blk_size.get(b).copied().unwrap_or(0);
+        if f.block_state(b) == BlockState::Inactive {
+            free += s;
+        } else {
+            alloc += s;
+        }
+    }
+    let pool = match f.meta.segment_pool.get(seg).copied().flatten() {
+        Some((0, 0)) => "default pool".to_string(),
+        Some((a, b)) => format!("pool_id ({a}, {b})"),
+        None => "pool unknown".to_string(),
+    };
+    let flags = f.seg_flags.get(seg).copied().unwrap_or(0);
+    let seg_line = format!(
+        "segment s'{seg_addr:x}: {} allocated, {} free of {} (stream {}, {pool}{})",
+        format_bytes(alloc as f64),
+        format_bytes(free as f64),
+        format_bytes(seg_size as f64),
+        f.seg_stream.get(seg).copied().unwrap_or(0),
+        if flags & crate::state_data::SEG_EXPANDABLE != 0 {
+            ", expandable"
+        } else {
+            ""
+        }
+    );
+    let Some(b) = hit.block else {
+        return seg_line;
+    };
+    let addr = f.blk_addr.get(b).copied().unwrap_or(0);
+    let size = f.blk_size.get(b).copied().unwrap_or(0);
+    match f.block_state(b) {
+        BlockState::Inactive => format!("free block b'{addr:x} {}\n{seg_line}", format_size(size)),
+        st => {
+            let req = f.blk_requested.get(b).copied().unwrap_or(size);
+            let ev = f.blk_alloc_event.get(b).copied().unwrap_or(NO_ROW);
+            let when = if ev == NO_ROW {
+                "allocated before the trace (or its alloc is not recorded)".to_string()
+            } else {
+                format!("allocated at event {ev}")
+            };
+            let pending = if st == BlockState::ActivePendingFree {
+                " (block freed but waiting due to record_stream)"
+            } else {
+                ""
+            };
+            format!(
+                "b'{addr:x} {} allocation{pending}\nrequested {}, rounding waste {}\n{} · {when}\n{seg_line}",
+                format_size(size),
+                format_size(req),
+                format_bytes(size.saturating_sub(req) as f64),
+                st.name()
+            )
+        }
+    }
+}
+
+#[function_component(StateView)]
+pub fn state_view(p: &Props) -> Html {
+    let root = use_node_ref();
+    let canvas = use_node_ref();
+    let list_ref = use_node_ref();
+    let time_ref = use_node_ref();
+    let transform = use_state(Transform::default);
+    let hover = use_state(|| None::<(Hit, f64, f64)>);
+    let time_error = use_state(|| false);
+    let drag = use_mut_ref(|| None::<Drag>);
+    let resize_tick = use_state(|| 0u32);
+    let mounted_ms = use_state(now_ms);
+    let bytes_per_row = use_state(|| 0u64);
+    let switch_done = use_mut_ref(|| false);
+    let on_transform = {
+        let t = transform.clone();
+        Callback::from(move |x: Transform| t.set(x))
+    };
+    let live = use_mut_ref(|| Live {
+        frame: None,
+        geometry: None,
+        transform: Transform::default(),
+        on_transform: on_transform.clone(),
+    });
+    {
+        let mut l = live.borrow_mut();
+        l.frame = p.frame.clone();
+        l.transform = *transform;
+        l.on_transform = on_transform.clone();
+    }
+    let n = p.events.as_ref().map_or(0, |e| e.len());
+    let shown = p
+        .event
+        .or_else(|| p.frame.as_ref().and_then(|f| f.meta.event));
+    let wanted = Some(p.event.unwrap_or(u32::MAX));
+    let event_addr = p.events.as_ref().zip(shown).and_then(|(ev, i)| {
+        matches!(
+            ev.action(i as usize),
+            TraceAction::Alloc | TraceAction::FreeRequested | TraceAction::FreeCompleted
+        )
+        .then(|| ev.addr.get(i as usize).copied())
+        .flatten()
+    });
+    let hovered_block = hover.as_ref().and_then(|(h, _, _)| h.block);
+
+    // Draw when the state, zoom, marks or size change.
+    {
+        let (canvas, root, live, switch_done, mounted_ms, bytes_per_row) = (
+            canvas.clone(),
+            root.clone(),
+            live.clone(),
+            switch_done.clone(),
+            *mounted_ms,
+            bytes_per_row.clone(),
+        );
+        let marks = Marks {
+            pinned: p.pinned_addr,
+            event_addr,
+            hovered: hovered_block,
+        };
+        let deps = (
+            p.frame.clone(),
+            *transform,
+            marks,
+            *resize_tick,
+            p.peak_reserved,
+            (p.file, p.device, wanted),
+        );
+        use_effect_with(deps, move |(frame, t, marks, _, peak, key)| {
+            let (Some(c), Some(f)) = (canvas.cast::<HtmlCanvasElement>(), frame) else {
+                return;
+            };
+            let (w, h) = state_canvas::css_size(&c);
+            let g = state_canvas::fit(f, *peak, (w - 2.0 * state_canvas::PAD).max(50.0), h);
+            state_canvas::draw(&c, f, &g, *t, *marks);
+            if *bytes_per_row != g.bytes_per_row {
+                bytes_per_row.set(g.bytes_per_row);
+            }
+            live.borrow_mut().geometry = Some(g.clone());
+            let Some(r) = root.cast::<Element>() else {
+                return;
+            };
+            let painted = f.meta.event.map_or("none".to_string(), |e| e.to_string());
+            let _ = r.set_attribute("data-painted-event", &painted);
+            let _ = r.set_attribute("data-bytes-per-row", &g.bytes_per_row.to_string());
+            if f.requested == key.2 {
+                let now = now_ms();
+                let since = WANTED_SINCE
+                    .with(|c| c.get())
+                    .filter(|(k, _, done)| *k == *key && !done)
+                    .map(|(_, t, _)| t);
+                if let Some(t0) = since {
+                    // Once per wanted state: from wanting it to its first paint.
+                    WANTED_SINCE.with(|c| c.set(Some((*key, t0, true))));
+                    let _ = r.set_attribute("data-seek-ms", &format!("{:.2}", now - t0));
+                }
+                let _ = r.set_attribute("data-worker-seek-ms", &format!("{:.3}", f.meta.seek_ms));
+                if f.meta.build_ms > 0.0 {
+                    let _ = r.set_attribute("data-build-ms", &format!("{:.1}", f.meta.build_ms));
+                }
+                if !*switch_done.borrow() {
+                    *switch_done.borrow_mut() = true;
+                    let ms = now - mounted_ms;
+                    let _ = r.set_attribute("data-switch-ms", &format!("{ms:.1}"));
+                    web_sys::console::log_1(
+                        &format!("memlens: allocator state history shown {ms:.1} ms after the view opened").into(),
+                    );
+                }
+            }
+        });
+    }
+
+    // Take the keyboard on opening, so ↑/↓ step through entries rather than change the view
+    // selector that opened it.
+    {
+        let root = root.clone();
+        use_effect_with((), move |_| {
+            if let Some(r) = root.cast::<web_sys::HtmlElement>() {
+                let _ = r.focus();
+            }
+        });
+    }
+
+    // Native listeners: a non-passive wheel (zoom without scrolling the page), resize.
+    {
+        let (canvas, live, resize_tick) = (canvas.clone(), live.clone(), resize_tick.clone());
+        use_effect_with((), move |_| {
+            let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
+            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                let live2 = live.clone();
+                let wheel = Closure::<dyn FnMut(WheelEvent)>::new(move |e: WheelEvent| {
+                    e.prevent_default();
+                    let l = live2.borrow();
+                    let factor = (-e.delta_y() * 0.0015).exp();
+                    let t = l.transform.zoom_at(e.offset_x() as f64, factor);
+                    l.on_transform.emit(t);
+                });
+                let opts = web_sys::AddEventListenerOptions::new();
+                opts.set_passive(false);
+                let _ = c.add_event_listener_with_callback_and_add_event_listener_options(
+                    "wheel",
+                    wheel.as_ref().unchecked_ref(),
+                    &opts,
+                );
+                let c2 = c.clone();
+                cleanup.push(Box::new(move || {
+                    let _ = c2.remove_event_listener_with_callback(
+                        "wheel",
+                        wheel.as_ref().unchecked_ref(),
+                    );
+                }));
+                let tick = resize_tick.clone();
+                let mut k = 0u32;
+                let onresize = Closure::<dyn FnMut()>::new(move || {
+                    k += 1;
+                    tick.set(k);
+                });
+                if let Ok(obs) = web_sys::ResizeObserver::new(onresize.as_ref().unchecked_ref()) {
+                    obs.observe(&c);
+                    cleanup.push(Box::new(move || {
+                        obs.disconnect();
+                        drop(onresize);
+                    }));
+                }
+            }
+            move || cleanup.into_iter().for_each(|f| f())
+        });
+    }
+
+    let hit = {
+        let live = live.clone();
+        move |e: &MouseEvent| -> Option<Hit> {
+            let l = live.borrow();
+            let (f, g) = (l.frame.as_ref()?, l.geometry.as_ref()?);
+            let (mx, my) = l.transform.to_map(e.offset_x() as f64, e.offset_y() as f64);
+            g.hit(f, mx, my)
+        }
+    };
+    let onmousedown = {
+        let (drag, transform) = (drag.clone(), *transform);
+        Callback::from(move |e: MouseEvent| {
+            if e.button() == 0 {
+                *drag.borrow_mut() = Some(Drag {
+                    start: (e.offset_x() as f64, e.offset_y() as f64),
+                    start_t: transform,
+                    moved: false,
+                });
+            }
+        })
+    };
+    let onmousemove = {
+        let (drag, hover, hit, on_transform) = (
+            drag.clone(),
+            hover.clone(),
+            hit.clone(),
+            on_transform.clone(),
+        );
+        Callback::from(move |e: MouseEvent| {
+            let mut d = drag.borrow_mut();
+            if let Some(dr) = d.as_mut().filter(|_| e.buttons() & 1 == 1) {
+                let (dx, dy) = (
+                    e.offset_x() as f64 - dr.start.0,
+                    e.offset_y() as f64 - dr.start.1,
+                );
+                if dx.abs() + dy.abs() > 3.0 {
+                    dr.moved = true;
+                }
+                if dr.moved {
+                    on_transform.emit(Transform {
+                        k: dr.start_t.k,
+                        tx: dr.start_t.tx + dx,
+                        ty: dr.start_t.ty + dy,
+                    });
+                    hover.set(None);
+                    return;
+                }
+            }
+            drop(d);
+            let h = hit(&e).map(|h| (h, e.offset_x() as f64, e.offset_y() as f64));
+            if *hover != h {
+                hover.set(h);
+            }
+        })
+    };
+    let onmouseup = {
+        let (drag, hit, on_pin, live) = (
+            drag.clone(),
+            hit.clone(),
+            p.on_pin_block.clone(),
+            live.clone(),
+        );
+        Callback::from(move |e: MouseEvent| {
+            let d = drag.borrow_mut().take();
+            if d.is_some_and(|d| !d.moved) {
+                let h = hit(&e);
+                let l = live.borrow();
+                let addr = h.zip(l.frame.as_ref()).and_then(|(h, f)| {
+                    let b = h.block?;
+                    f.block_state(b)
+                        .is_active()
+                        .then(|| f.blk_addr.get(b).copied())
+                        .flatten()
+                });
+                on_pin.emit(addr);
+            }
+        })
+    };
+    let onmouseleave = {
+        let (drag, hover) = (drag.clone(), hover.clone());
+        Callback::from(move |_| {
+            *drag.borrow_mut() = None;
+            hover.set(None);
+        })
+    };
+    let ondblclick = {
+        let t = transform.clone();
+        Callback::from(move |_| t.set(Transform::default()))
+    };
+
+    // Keys: ↑/↓, PgUp/PgDn, Home/End step through entries; +/-/0 zoom.
+    let go = {
+        let cb = p.on_event.clone();
+        move |i: i64| {
+            if n > 0 {
+                cb.emit(i.clamp(0, n as i64 - 1) as u32);
+            }
+        }
+    };
+    let onkeydown = {
+        let (go, list_ref, transform, canvas) = (
+            go.clone(),
+            list_ref.clone(),
+            transform.clone(),
+            canvas.clone(),
+        );
+        Callback::from(move |e: KeyboardEvent| {
+            if e.target()
+                .is_some_and(|t| t.dyn_ref::<HtmlInputElement>().is_some())
+            {
+                return;
+            }
+            let cur = shown.map_or(n as i64 - 1, |s| s as i64);
+            let page = list_ref.cast::<Element>().map_or(20, |l| {
+                ((l.client_height() as f64 / ROW_PX) as i64 - 1).max(1)
+            });
+            let zoom = |factor: f64| {
+                let w = canvas
+                    .cast::<HtmlCanvasElement>()
+                    .map_or(400.0, |c| state_canvas::css_size(&c).0);
+                transform.set(transform.zoom_at(w / 2.0, factor));
+            };
+            match e.key().as_str() {
+                "ArrowDown" => go(cur + 1),
+                "ArrowUp" => go(cur - 1),
+                "PageDown" => go(cur + page),
+                "PageUp" => go(cur - page),
+                "Home" => go(0),
+                "End" => go(n as i64 - 1),
+                "+" | "=" => zoom(1.25),
+                "-" | "_" => zoom(0.8),
+                "0" => transform.set(Transform::default()),
+                _ => return,
+            }
+            e.prevent_default();
+        })
+    };
+
+    let ev = p.events.clone();
+    let peak = ev.as_ref().and_then(|e| e.meta.peak_event);
+    let ooms: Vec<u32> = ev
+        .as_ref()
+        .map(|e| e.meta.ooms.iter().map(|o| o.event).collect())
+        .unwrap_or_default();
+    let cur = shown.map_or(-1, |s| s as i64);
+    let prev_oom = ooms.iter().rev().find(|&&o| (o as i64) < cur).copied();
+    let next_oom = ooms.iter().find(|&&o| (o as i64) > cur).copied();
+    let button = |label: &str, testid: &str, title: &str, target: Option<u32>| {
+        let cb = p.on_event.clone();
+        let onclick = Callback::from(move |_: MouseEvent| {
+            if let Some(t) = target {
+                cb.emit(t);
+            }
+        });
+        html! {
+            <button data-testid={testid.to_string()} title={title.to_string()} disabled={target.is_none()} {onclick}>{ label }</button>
+        }
+    };
+    let last = n.checked_sub(1).map(|x| x as u32);
+    let on_time = {
+        let (ev, time_ref, time_error, cb) = (
+            ev.clone(),
+            time_ref.clone(),
+            time_error.clone(),
+            p.on_event.clone(),
+        );
+        Callback::from(move |e: SubmitEvent| {
+            e.prevent_default();
+            let Some(input) = time_ref.cast::<HtmlInputElement>() else {
+                return;
+            };
+            let target = ev.as_ref().and_then(|ev| {
+                let t = parse_time(&input.value(), ev.first_time_us()?)?;
+                ev.event_at_time(t)
+            });
+            time_error.set(target.is_none());
+            if let Some(i) = target {
+                cb.emit(i);
+            }
+        })
+    };
+    let position = match (shown, &ev) {
+        (Some(i), Some(e)) => {
+            let t = time_text(e, i as usize)
+                .map(|t| format!(" · {t}"))
+                .unwrap_or_default();
+            format!("event {i} of {}{t}", e.len())
+        }
+        (None, Some(e)) if e.is_empty() => "no trace entries: the state is the snapshot's".into(),
+        _ => "…".into(),
+    };
+    let oom = p
+        .frame
+        .as_ref()
+        .and_then(|f| f.meta.numbers.as_ref())
+        .and_then(oom_html);
+    let numbers = p.frame.as_ref().and_then(|f| {
+        f.meta
+            .numbers
+            .as_ref()
+            .map(|n| numbers_html(n, f.meta.event))
+    });
+    let warnings = ev
+        .as_ref()
+        .map(|e| e.meta.warnings.join("; "))
+        .unwrap_or_default();
+    let tip = hover.as_ref().zip(p.frame.as_ref()).map(|((h, x, y), f)| {
+        (
+            tooltip_text(f, h),
+            *x,
+            *y,
+            h.block.is_some_and(|b| f.block_state(b).is_active()),
+        )
+    });
+    html! {
+        <div class="state-view" ref={root} tabindex="0" {onkeydown} data-testid="state-view"
+            data-event={shown.map(|e| e.to_string())} data-events={n.to_string()}>
+            <div class="state-bar">
+                { button("|◂", "state-first", "first entry (Home)", (n > 0).then_some(0)) }
+                { button("◂", "state-prev", "previous entry (↑)", shown.and_then(|s| s.checked_sub(1))) }
+                <span class="state-pos" data-testid="state-position">{ position }</span>
+                { button("▸", "state-next", "next entry (↓)", shown.map(|s| s + 1).filter(|&s| (s as usize) < n)) }
+                { button("▸|", "state-last", "last entry (End)", last) }
+                { button("peak", "state-peak", "the entry after which the timeline is highest", peak) }
+                { button("◂ OOM", "state-prev-oom", "previous out-of-memory entry", prev_oom) }
+                <span class="muted small" data-testid="state-oom-count">{ format!("{} OOM{}", ooms.len(), if ooms.len() == 1 { "" } else { "s" }) }</span>
+                { button("OOM ▸", "state-next-oom", "next out-of-memory entry", next_oom) }
+                <form class="state-time" onsubmit={on_time}>
+                    <input ref={time_ref} data-testid="state-time" class={classes!(time_error.then_some("bad"))}
+                        placeholder="time: +12.5s or 14:03:07.250" title="seconds after the first entry (12.5, 1500ms) or a clock time" />
+                    <button type="submit" data-testid="state-time-go">{ "go" }</button>
+                </form>
+            </div>
+            { for numbers }
+            if !warnings.is_empty() { <p class="muted small">{ format!("Reconstruction: {warnings}") }</p> }
+            <div class="state-main">
+                {
+                    match &ev {
+                        Some(e) => html! { <EventList events={e.clone()} selected={shown} on_select={p.on_event.clone()} list_ref={list_ref.clone()} /> },
+                        None => html! { <div class="event-list muted" ref={list_ref.clone()}>{ "Reading the trace…" }</div> },
+                    }
+                }
+                <div class="state-map">
+                    <div class="state-legend">
+                        <span class="sw" style={format!("background:{}", state_canvas::BLOCK_COLOURS[0])}
+                            title="allocated: one colour per allocation"></span>{ "allocated" }
+                        <span class="sw" style={format!("background:{}", state_canvas::PENDING_COLOUR)}
+                            title="freed, waiting for its streams (record_stream)"></span>{ "pending free" }
+                        <span class="sw" style={format!("background:{}", state_canvas::WASTE_COLOUR)}
+                            title="block size − requested size"></span>{ "rounding waste" }
+                        <span class="sw free" title="inactive block: a hole in its segment"></span>{ "free" }
+                        if p.frame.is_none() { <span class="muted">{ " · reconstructing…" }</span> }
+                        if *bytes_per_row > 0 { <b data-testid="state-scale">{ format!(" · 1 row = {}", format_bytes(*bytes_per_row as f64)) }</b> }
+                        <span class="muted">{ " · wheel: zoom · drag: pan · double-click: reset" }</span>
+                    </div>
+                    <div class="plot">
+                        <canvas ref={canvas} class="plot-canvas state-canvas" data-testid="state-canvas"
+                            {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {ondblclick} />
+                        { for oom }
+                        if let Some((t, x, y, active)) = tip {
+                            <div class="tooltip" data-testid="state-tooltip" style={format!("left:{}px;top:{}px", x + 14.0, y + 14.0)}>
+                                { t }
+                                if active { <div class="hint">{ "click to pin its stack" }</div> }
+                            </div>
+                        }
+                    </div>
+                </div>
+            </div>
+        </div>
+    }
+}
