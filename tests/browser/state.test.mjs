@@ -17,17 +17,16 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { serveDist, launchChromium } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
-const DIST = path.join(ROOT, 'dist');
+const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
 const OUT = path.join(ROOT, 'tests/out');
 const SNAPS = path.resolve(ROOT, '../shared/snapshots');
 const STATE_REF = path.join(ROOT, 'tests/python/state_ref.py');
@@ -35,8 +34,6 @@ const PREFIX = '/memlens/';
 const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
 const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.pickle': 'application/octet-stream', '.json': 'application/json' };
 const KEYS = ['allocated_bytes', 'requested_bytes', 'reserved_bytes', 'inactive_split_bytes',
   'largest_free_block_bytes'];
 
@@ -139,26 +136,8 @@ async function findBlock() {
 before(async () => {
   assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `scripts/serve.sh --build` first');
   fs.mkdirSync(OUT, { recursive: true });
-  server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://127.0.0.1');
-    if (!url.pathname.startsWith(PREFIX)) { res.writeHead(404); res.end(); return; }
-    const rel = decodeURIComponent(url.pathname.slice(PREFIX.length)) || 'index.html';
-    const file = path.resolve(DIST, rel);
-    if (!file.startsWith(DIST + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404); res.end(); return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}${PREFIX}`;
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1500, height: 900 },
-  });
+  ({ server, base } = await serveDist(DIST, PREFIX));
+  context = await launchChromium({ width: 1500, height: 900 });
   await context.route('**/*', (route) => {
     const u = route.request().url();
     if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u) || u.startsWith('blob:') || u.startsWith('data:')) return route.continue();

@@ -15,13 +15,12 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { serveDist, launchChromium } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -33,8 +32,6 @@ const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
 const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
   'largest_free_block_bytes', 'timeline_peak_bytes', 'peak_reserved_bytes', 'trace_entries'];
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.pickle': 'application/octet-stream', '.json': 'application/json' };
 
 let server, base, context, page;
 const requests = [];
@@ -107,27 +104,8 @@ async function findBand() {
 before(async () => {
   assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `trunk build --release --offline` first');
   fs.mkdirSync(OUT, { recursive: true });
-  server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://127.0.0.1');
-    if (!url.pathname.startsWith(PREFIX)) { res.writeHead(404); res.end(); return; }
-    let rel = decodeURIComponent(url.pathname.slice(PREFIX.length)) || 'index.html';
-    const file = path.resolve(DIST, rel);
-    if (!file.startsWith(DIST + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404); res.end(); return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}${PREFIX}`;
-  // A fresh profile each run.
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1400, height: 860 },
-  });
+  ({ server, base } = await serveDist(DIST, PREFIX));
+  context = await launchChromium({ width: 1400, height: 860 });
   context.on('request', (r) => {
     requests.push(r.url());
     if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(r.url()) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) foreign.push(r.url());

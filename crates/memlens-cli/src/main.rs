@@ -40,7 +40,22 @@ enum Cmd {
     Serve(serve::Args),
 }
 
+/// `memlens trace big.pickle | head`: when the reader goes away, stop quietly like other Unix
+/// tools instead of panicking in `println!` (Rust ignores SIGPIPE, so the write fails instead).
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied());
+        if msg.is_some_and(|m| m.contains("failed printing to stdout") && m.contains("Broken pipe")) {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -7,35 +7,9 @@ use super::timeline::{Origin, TimelineKind, TimelineLayout, NO_POOL, NO_ROW};
 use crate::model::{Action, EntryExtra, Snapshot, StackId, TIME_NONE};
 use serde::{Deserialize, Serialize};
 
-/// Function-name substrings upstream hides.
-const HIDDEN_NAMES: [&str; 8] = [
-    "unwind::unwind",
-    "CapturedTraceback::gather",
-    "gather_with_cpp",
-    "_start",
-    "__libc_start_main",
-    "PyEval_",
-    "PyObject_",
-    "PyFunction_",
-];
-/// File-name substrings upstream hides.
-const HIDDEN_FILES: [&str; 10] = [
-    "core/boxing",
-    "/Register",
-    "/Redispatch",
-    "pythonrun.c",
-    "Modules/main.c",
-    "Objects/call.c",
-    "Objects/methodobject.c",
-    "pycore_ceval.h",
-    "ceval.c",
-    "cpython/abstract.h",
-];
-
-/// Whether upstream's filter keeps a frame.
+/// Whether upstream's filter keeps a frame (one filter for the CLI and the viewer: `flame`).
 pub fn frame_shown(filename: &str, name: &str) -> bool {
-    !HIDDEN_NAMES.iter().any(|h| name.contains(h))
-        && !HIDDEN_FILES.iter().any(|h| filename.contains(h))
+    crate::flame::frame_is_shown(name, filename)
 }
 
 /// Everything the UI shows about an element.

@@ -442,17 +442,10 @@ fn trace_warnings(s: &mut Snapshot) {
                 Action::Alloc => {
                     live.insert(addr);
                 }
-                Action::FreeRequested => {
-                    if !live.contains(&addr) {
-                        unmatched += 1;
-                        live.insert(addr);
-                    }
-                }
-                Action::FreeCompleted => {
-                    if !live.remove(&addr) {
-                        unmatched += 1;
-                    }
-                }
+                // free_requested of an address never allocated here: counted once, so its
+                // free_completed is not counted again.
+                Action::FreeRequested if live.insert(addr) => unmatched += 1,
+                Action::FreeCompleted if !live.remove(&addr) => unmatched += 1,
                 _ => {}
             }
         }
