@@ -7,6 +7,9 @@
 #                                 (bench/make_repeated.py), and `memlens synth` files of
 #                                 10 MB, 100 MB, 1 GB, 2 GB
 #   bench/run.sh --quick          only the inputs up to 100 MB
+#   bench/run.sh --browser        also the viewer in headless Chromium (bench/browser.mjs): wasm
+#                                 decode, file → first painted timeline, zoom/pan frame times
+#                                 (needs `scripts/serve.sh --build` and tests/browser's packages)
 #   BENCH_PYTHON=0 bench/run.sh   skip the Python comparison
 #
 # "memlens" = `memlens stats --json FILE`: decode + model + stats, one thread, file streamed in
@@ -15,7 +18,10 @@
 # unpickling the same file with the C unpickler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=0; [ "${1:-}" = "--quick" ] && quick=1
+quick=0; browser=0
+for a in "$@"; do
+  case "$a" in --quick) quick=1 ;; --browser) browser=1 ;; esac
+done
 cargo build --release -q -p memlens-cli
 bin=${MEMLENS_BIN:-target/release/memlens}
 mkdir -p bench/data
@@ -61,3 +67,9 @@ for f in "${inputs[@]}"; do
     printf "%-36s %9s %8.2f %8.2f %8.0f %9.2f %9s %9s %8s\n", f, mb, w, c, (c>0? mb/c : 0), (m*1024/1e6)/mb,
       pw, (pm=="-"? "-" : sprintf("%.0f", pm*1024/1e6)), (pw=="-"||w==0? "-" : sprintf("%.1fx", pw/w)) }'
 done
+
+if [ $browser = 1 ]; then
+  echo
+  echo "viewer in headless Chromium (bench/browser.mjs)"
+  node bench/browser.mjs "${inputs[@]}"
+fi

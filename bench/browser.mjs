@@ -1,0 +1,67 @@
+// Browser half of the benchmark suite (run by bench/run.sh --browser, or alone):
+// for each input, headless Chromium opens the built viewer (dist/, served on 127.0.0.1), chooses
+// the file in the page's own file input, and reports
+//   decode_ms      the worker's decode + model time (the page's "decoded in N ms"),
+//   first_paint_ms file chosen → first painted timeline (the page's data-first-paint-ms),
+//   draw_ms        median and worst canvas redraw (the canvas's own data-draw-log) over 20
+//                  wheel zooms and drag pans,
+//   frame_ms       median and worst time from such an event to the next frame.
+// Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM)
+import path from 'node:path';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..');
+// playwright-core lives in tests/browser/node_modules; the harness imports it from there.
+const require = createRequire(path.join(ROOT, 'tests/browser/package.json'));
+require.resolve('playwright-core');
+const { serveDist, launchChromium } = await import(path.join(ROOT, 'tests/browser/harness.mjs'));
+
+const DIST = path.resolve(process.env.MEMLENS_DIST || path.join(ROOT, 'dist'));
+const files = process.argv.slice(2);
+if (!files.length) { console.error('usage: node bench/browser.mjs FILE...'); process.exit(2); }
+if (!fs.existsSync(path.join(DIST, 'index.html'))) { console.error(`${DIST}/index.html missing: run scripts/serve.sh --build`); process.exit(2); }
+
+const { server, base } = await serveDist(DIST, '/memlens/');
+const context = await launchChromium({ width: 1400, height: 860 });
+const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
+for (const f of files) {
+  const page = await context.newPage();
+  await page.goto(base);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', f);
+  await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
+  const firstPaint = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
+  const status = await page.evaluate(() => document.body.innerText);
+  const m = /decoded in (\d+) ms/.exec(status);
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  const box = await canvas.boundingBox();
+  const times = [];
+  for (let i = 0; i < 20; i++) {
+    const t = await page.evaluate(({ x, y, i }) => new Promise((resolve) => {
+      const c = document.elementFromPoint(x, y);
+      const t0 = performance.now();
+      if (i % 2 === 0) {
+        c.dispatchEvent(new WheelEvent('wheel', { deltaY: i < 10 ? -120 : 120, clientX: x, clientY: y, bubbles: true, cancelable: true }));
+      } else {
+        c.dispatchEvent(new MouseEvent('mousedown', { clientX: x, clientY: y, bubbles: true, button: 0 }));
+        c.dispatchEvent(new MouseEvent('mousemove', { clientX: x + 40, clientY: y, bubbles: true, buttons: 1 }));
+        c.dispatchEvent(new MouseEvent('mouseup', { clientX: x + 40, clientY: y, bubbles: true, button: 0 }));
+      }
+      requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - t0)));
+    }), { x: box.x + box.width * 0.5, y: box.y + box.height * 0.5, i });
+    times.push(t);
+  }
+  // The canvas logs its last 50 draw times (ms) in data-draw-log.
+  const draws = ((await canvas.getAttribute('data-draw-log')) || '').split(',').filter(Boolean).map(Number).slice(-20);
+  const mb = (fs.statSync(f).size / 1e6).toFixed(1);
+  console.log([path.basename(f).slice(0, 40), mb, m ? m[1] : '?', firstPaint.toFixed(0),
+    draws.length ? median(draws).toFixed(1) : '?', draws.length ? Math.max(...draws).toFixed(1) : '?',
+    median(times).toFixed(1), Math.max(...times).toFixed(1)].join('\t'));
+  await page.close();
+}
+await context.close();
+server.close();
