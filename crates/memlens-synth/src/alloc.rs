@@ -44,33 +44,8 @@ pub fn allocation_size(size: u64) -> u64 {
 pub type BlockId = u32;
 const NIL: u32 = u32::MAX;
 
-/// Trace entry actions the allocator records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    Alloc,
-    FreeRequested,
-    FreeCompleted,
-    SegmentAlloc,
-    SegmentFree,
-    SegmentMap,
-    SegmentUnmap,
-    Oom,
-}
-
-impl Action {
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Alloc => "alloc",
-            Action::FreeRequested => "free_requested",
-            Action::FreeCompleted => "free_completed",
-            Action::SegmentAlloc => "segment_alloc",
-            Action::SegmentFree => "segment_free",
-            Action::SegmentMap => "segment_map",
-            Action::SegmentUnmap => "segment_unmap",
-            Action::Oom => "oom",
-        }
-    }
-}
+/// Trace entry actions: the model's own enum, so names are written exactly as they are read.
+pub use memlens_core::model::Action;
 
 /// A captured context (torch's `CapturedTraceback`): entries recorded with the same context share
 /// one frames list object in the pickle. `serial` is unique per device and run.
