@@ -274,15 +274,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
             trace_entries: d.trace_entries,
         })
         .collect();
-    // Longest trace wins; the lowest device on a tie (upstream's default).
-    let default_device = devices
-        .iter()
-        .max_by(|a, b| {
-            a.trace_entries
-                .cmp(&b.trace_entries)
-                .then(b.device.cmp(&a.device))
-        })
-        .map(|d| d.device);
+    let default_device = snap.default_device();
     let info = FileInfo {
         encoding: snap.encoding.map(|e| e.to_string()).unwrap_or_default(),
         bytes,

@@ -48,11 +48,7 @@ fn main() {
     let load = t0.elapsed();
     let device = match args.next().and_then(|d| d.parse().ok()) {
         Some(d) => d,
-        None => snap
-            .devices()
-            .into_iter()
-            .max_by_key(|&d| snap.device_rows(d).len())
-            .unwrap_or(0),
+        None => snap.default_device().unwrap_or(0),
     };
     println!("{path} device {device}: decode {load:.2?}");
     for kind in [TimelineKind::Active, TimelineKind::Segments] {

@@ -275,9 +275,28 @@ impl Snapshot {
         d
     }
 
+    /// The device a viewer shows first: the longest trace, the lowest ordinal on a tie
+    /// (upstream's default). `None` when the snapshot has no device at all.
+    pub fn default_device(&self) -> Option<u32> {
+        self.devices().into_iter().rev().max_by_key(|&d| self.device_rows(d).len())
+    }
+
     /// Trace rows of a device (empty if it has none).
     pub fn device_rows(&self, device: u32) -> Range<u32> {
         self.device_traces.iter().find(|t| t.device == device).map(|t| t.rows.clone()).unwrap_or(0..0)
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn default_device_is_the_longest_trace_lowest_on_a_tie() {
+        let e = r#"{"action":"alloc","addr":1,"size":512}"#;
+        let doc = format!(r#"{{"segments":[],"device_traces":[[{e}],[{e},{e}],[{e},{e}]]}}"#);
+        let snap = crate::load(doc.as_bytes()).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(snap.default_device(), Some(1));
+        let empty = crate::load(br#"{"segments":[],"device_traces":[]}"#).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(empty.default_device(), None);
+    }
+}
