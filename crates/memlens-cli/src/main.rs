@@ -4,6 +4,7 @@
 mod flamegraph;
 mod fmt;
 mod html;
+mod hugepages;
 mod load;
 mod serve;
 mod stats;
@@ -12,6 +13,9 @@ mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOC: hugepages::HugePageAlloc = hugepages::HugePageAlloc;
 
 #[derive(Parser)]
 #[command(name = "memlens", version, about = "Inspect PyTorch CUDA memory snapshots (offline replacement for torch.cuda._memory_viz)")]

@@ -19,7 +19,7 @@
 //! chain of elements ([`Origin::PoolEnvelope`]), one per stretch of constant height.
 
 use super::timeline::{
-    Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET, PIECE_TOL_SHIFT,
+    Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET, piece_tolerance,
 };
 use crate::model::{Action, EntryExtra, Snapshot};
 use rustc_hash::FxHashMap;
@@ -166,7 +166,7 @@ impl Sweep {
         for s in self.slots.iter_mut().skip(from) {
             s.y = y;
             y += s.size;
-            if s.e != NONE && s.last.abs_diff(s.y) > (s.y + s.band) >> PIECE_TOL_SHIFT {
+            if s.e != NONE && s.last.abs_diff(s.y) > piece_tolerance(s.y, s.band) {
                 s.last = s.y;
                 moved.push((s.e, s.y));
             }

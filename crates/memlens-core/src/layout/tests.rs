@@ -57,7 +57,7 @@ fn check_invariants(l: &TimelineLayout, every: u32) {
         let stride = live.len() / 16 + 1;
         for (i, (e, y)) in live.into_iter().enumerate() {
             let size = l.elements.size_bytes[e];
-            let tol = ((y + size) >> timeline::PIECE_TOL_SHIFT) as f64 + (y as f64) * 1e-7;
+            let tol = timeline::piece_tolerance(y, size) as f64 + (y as f64) * 1e-7;
             let got = l.offset_at(e, x as f64);
             assert!(
                 got.is_some_and(|g| (g - y as f64).abs() <= tol),
@@ -258,6 +258,46 @@ fn rectangles_match_the_geometry() {
     // One painter call per style, the underlay under the bands.
     assert_eq!(p.calls(), 4);
     assert_eq!(p.batches.first().map(|b| b.0), Some(Style::Thin));
+}
+
+#[test]
+fn bands_too_thin_to_draw_move_only_by_their_coarser_tolerance() {
+    // 1000 blocks of 4 KiB at the bottom, then a 100 MB band and 100 bands of 16 bytes on top;
+    // the 4 KiB blocks are freed one by one, each moving everything above down.
+    let mut ev: Vec<(&str, u64, u64)> = Vec::new();
+    for i in 0..1000u64 {
+        ev.push(("alloc", 0x100_0000 + i * 4096, 4096));
+    }
+    ev.push(("alloc", 0x1_0000_0000, 100 << 20));
+    for i in 0..100u64 {
+        ev.push(("alloc", 0x2_0000_0000 + i * 16, 16));
+    }
+    for i in 0..1000u64 {
+        ev.push(("free_completed", 0x100_0000 + i * 4096, 4096));
+    }
+    let s = trace(&ev, "");
+    let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
+    let (big, tiny) = (1000, 1001);
+    assert!(!timeline::is_thin(4 << 20, 100 << 20));
+    assert!(timeline::is_thin(104 << 20, 16));
+    // The big band moves every two frees (its tolerance is 1/16384 of its top, ~6.4 KiB)...
+    assert!(l.pieces_of(big).len() >= 400, "{}", l.pieces_of(big).len());
+    // ...a 16-byte band once per ~100 (1/256 of its top, ~400 KiB): it can never be a pixel tall.
+    assert!(l.pieces_of(tiny).len() <= 12, "{}", l.pieces_of(tiny).len());
+    check_invariants(&l, 13);
+    // Where a thin band's recorded place overlaps the big band's, hover finds the big one.
+    let mut overlaps = 0;
+    for x in (1102..2102).map(|x| x as f64 + 0.5) {
+        let Some(b0) = l.offset_at(big, x) else { continue };
+        for t in tiny..tiny + 100 {
+            let Some(t0) = l.offset_at(t, x) else { continue };
+            if t0 + 1.0 < b0 + (100 << 20) as f64 && t0 + 1.0 < l.total_at(x) as f64 {
+                overlaps += 1;
+                assert_eq!(l.hit(x, t0 + 1.0), Some(big), "x={x}, band {t}");
+            }
+        }
+    }
+    assert!(overlaps > 0);
 }
 
 #[test]

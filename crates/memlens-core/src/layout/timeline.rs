@@ -9,11 +9,13 @@
 //!
 //! Each element's band is a list of *pieces*: time spans with a constant bottom offset.
 //! Upstream stores the same thing as polygon vertices. A free moves every band above it down;
-//! a piece is recorded only when the band has moved by more than 2^-[`PIECE_TOL_SHIFT`] of its
-//! top since its last piece. The y axis always starts at 0 and reaches at least the top of every
-//! band in view, so that error stays below 1/30 px on any screen while most pieces (the frees of
-//! small blocks far below a band) are never stored; bottoms are kept as `f32` for the same
-//! reason. A budget stops pathological inputs (see [`PIECE_BUDGET`]).
+//! a piece is recorded only when the band has moved by more than its [`piece_tolerance`] since
+//! its last piece: 2^-[`PIECE_TOL_SHIFT`] of its top, or 2^-[`THIN_TOL_SHIFT`] for a band too
+//! thin ever to be drawn on its own. The y axis always starts at 0 and reaches at least the top
+//! of every band in view, so a drawn band is off by under 0.13 px on any screen while most
+//! pieces (the frees of small blocks far below a band, and thin bands riding on them) are never
+//! stored; bottoms are kept as `f32` for the same reason. A budget stops pathological inputs
+//! (see [`PIECE_BUDGET`]).
 //!
 //! Level of detail: elements are also indexed by (size class, lifetime class), both powers of
 //! two, in start order within a class ([`TimelineLayout::visible`]). A view asks only for the
@@ -78,10 +80,39 @@ pub const NO_ROW: u32 = u32::MAX;
 /// shifts and says so in [`TimelineLayout::warnings`].
 pub const PIECE_BUDGET: usize = 48_000_000;
 
-/// A band's drop is recorded as a new piece once it exceeds `(bottom + size) >> PIECE_TOL_SHIFT`
-/// bytes (1/65536 of its top: under 0.03 px on a 2000 px tall plot, since the plot's y range
-/// always includes the band's top).
-pub const PIECE_TOL_SHIFT: u32 = 16;
+/// A band's drop is recorded as a new piece once it exceeds [`piece_tolerance`]. For a band at
+/// least 1/[`THIN_RATIO`] of its top: `top >> PIECE_TOL_SHIFT` bytes (1/16384 of its top: under
+/// 0.13 px on a 2048 px tall plot, since the plot's y range always includes the band's top).
+pub const PIECE_TOL_SHIFT: u32 = 14;
+
+/// A band thinner than 1/`THIN_RATIO` of its top is under one pixel on any plot up to this many
+/// pixels tall (the y range includes its top), so it is never drawn on its own: only the
+/// underlay (live totals, exact) shows it, and its own position matters for hover and for the
+/// outline of a selected band. Such a band moves only when it is off by
+/// `top >> THIN_TOL_SHIFT` (1/256 of its top: ≤ 8 px on a 2048 px plot, ≤ 2 px on the viewer's).
+/// On a repeated real trace (bench/data/rep60.pickle, 1.3M events) this takes the layout from
+/// 48M pieces (the budget) to 5.4M, since nearly all of a stacked layout's pieces are thin
+/// bands riding on frees below them.
+pub const THIN_RATIO: u64 = 2048;
+pub const THIN_TOL_SHIFT: u32 = 8;
+
+/// How far (in bytes) a band with this bottom and size may sit above its exact place before a
+/// new piece is recorded.
+#[inline]
+pub fn piece_tolerance(bottom: u64, size: u64) -> u64 {
+    let top = bottom.saturating_add(size);
+    if is_thin(bottom, size) {
+        top >> THIN_TOL_SHIFT
+    } else {
+        top >> PIECE_TOL_SHIFT
+    }
+}
+
+/// Under one pixel on any plot up to [`THIN_RATIO`] pixels tall.
+#[inline]
+pub fn is_thin(bottom: u64, size: u64) -> bool {
+    size.saturating_mul(THIN_RATIO) < bottom.saturating_add(size)
+}
 
 /// Size classes (`floor(log2(size_bytes))`) × lifetime classes (`floor(log2(end_x - start_x))`).
 const SIZE_CLASSES: usize = 64;
@@ -544,22 +575,24 @@ impl TimelineLayout {
             return None;
         }
         // Starts are whole events: `start < floor(x) + 1` is `start <= x`. An allocation inside
-        // a pool envelope wins over the envelope.
-        let mut envelope = None;
+        // a pool envelope wins over the envelope. A band that can be drawn wins over a thin one,
+        // whose recorded place may be off by its (larger) tolerance.
+        let (mut envelope, mut thin) = (None, None);
         for e in self.visible(x, x.floor() + 1.0, |_, _| true) {
-            let size = self.elements.size_bytes.get(e).copied().unwrap_or(0) as f64;
-            if self
-                .offset_at(e, x)
-                .is_some_and(|y0| y_bytes >= y0 && y_bytes < y0 + size)
-            {
-                if self.elements.origin.get(e) == Some(&(Origin::PoolEnvelope as u8)) {
-                    envelope = Some(e);
-                } else {
-                    return Some(e);
-                }
+            let size = self.elements.size_bytes.get(e).copied().unwrap_or(0);
+            let Some(y0) = self.offset_at(e, x) else { continue };
+            if !(y_bytes >= y0 && y_bytes < y0 + size as f64) {
+                continue;
+            }
+            if self.elements.origin.get(e) == Some(&(Origin::PoolEnvelope as u8)) {
+                envelope = Some(e);
+            } else if is_thin(y0 as u64, size) {
+                thin = thin.or(Some(e));
+            } else {
+                return Some(e);
             }
         }
-        envelope
+        thin.or(envelope)
     }
 }
 
@@ -827,7 +860,7 @@ fn sweep(
                         break;
                     };
                     l.y = l.y.saturating_sub(size);
-                    if l.last - l.y > (l.y + l.size) >> PIECE_TOL_SHIFT && !over_budget {
+                    if l.last - l.y > piece_tolerance(l.y, l.size) && !over_budget {
                         l.last = l.y;
                         piece(l.e, x as u32, l.y);
                         pieces += 1;
@@ -868,10 +901,10 @@ fn sweep(
     over_budget
 }
 
-/// Stacks the elements: a first sweep counts each element's pieces, a second writes them in
-/// place (each live band appends to its own run, so the writes stay in cache), with no
-/// intermediate piece list. (One sweep into per-element chunk chains was tried: slower, from
-/// the chains' memory traffic.)
+/// Stacks the elements: one sweep records every piece in x order, then a counting sort by
+/// element lays them out. (Two sweeps, one counting and one writing in place, took 1.5× as
+/// long once the sweep itself dominated; one sweep into per-element chunk chains was slower
+/// still, from the chains' memory traffic.)
 fn stack(el: &Elements, n_events: u32) -> Stacked {
     let n_el = el.len();
     let xs = n_events as usize + 1;
@@ -891,32 +924,42 @@ fn stack(el: &Elements, n_events: u32) -> Stacked {
         }
     }
     let mut total = vec![0u64; xs];
+    // One sweep records the pieces in x order; a counting sort by element then lays each
+    // element's pieces out together (x order kept within an element).
+    let mut rec_e: Vec<u32> = Vec::with_capacity(n_el * 2);
+    let mut rec_x: Vec<u32> = Vec::with_capacity(n_el * 2);
+    let mut rec_y: Vec<f32> = Vec::with_capacity(n_el * 2);
+    let over_budget = sweep(el, &end_head, &end_next, &mut total, |e, x, y| {
+        rec_e.push(e);
+        rec_x.push(x);
+        rec_y.push(y as f32);
+    });
     let mut start = vec![0u32; n_el + 1];
-    let over_budget = sweep(el, &end_head, &end_next, &mut total, |e, _, _| {
+    for &e in &rec_e {
         if let Some(c) = start.get_mut(e as usize + 1) {
             *c += 1;
         }
-    });
+    }
     for i in 0..n_el {
         let prev = start.get(i).copied().unwrap_or(0);
         if let Some(c) = start.get_mut(i + 1) {
             *c += prev;
         }
     }
-    let n_pieces = start.last().copied().unwrap_or(0) as usize;
+    let n_pieces = rec_e.len();
     let mut fill = start.clone();
     let mut t0 = vec![0u32; n_pieces];
     let mut y0 = vec![0f32; n_pieces];
-    sweep(el, &end_head, &end_next, &mut total, |e, x, y| {
+    for ((&e, &x), &y) in rec_e.iter().zip(&rec_x).zip(&rec_y) {
         if let Some(f) = fill.get_mut(e as usize) {
             let d = *f as usize;
             *f += 1;
             if let (Some(t), Some(v)) = (t0.get_mut(d), y0.get_mut(d)) {
                 *t = x;
-                *v = y as f32;
+                *v = y;
             }
         }
-    });
+    }
     let mut warnings = Vec::new();
     if over_budget {
         warnings.push(format!(
