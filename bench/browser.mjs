@@ -2,13 +2,19 @@
 // for each input, headless Chromium opens the built viewer (dist/, served on 127.0.0.1), chooses
 // the file in the page's own file input, and reports
 //   decode_ms      the worker's decode + model time (the page's "decoded in N ms"),
-//   first_paint_ms file chosen → first painted timeline (the page's data-first-paint-ms),
+//   first_paint_ms file chosen → first painted timeline (the page's data-first-paint-ms; for a
+//                  trace over 200k events that frame comes from the sampled preview layout),
+//   exact_ms       file chosen → first frame drawn from the exact layout (data-exact-paint-ms),
+//   model_MB       the worker's wasm memory once the model is built (data-model-memory-bytes),
+//   tab_MB         resident memory of the renderer process (page, worker, both wasm memories)
+//                  once the exact layout is drawn,
 //   draw_ms        median and worst canvas redraw (the canvas's own data-draw-log) over 20
 //                  wheel zooms and drag pans,
 //   frame_ms       median and worst time from such an event to the next frame.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM)
 import path from 'node:path';
 import fs from 'node:fs';
+import { execSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 
@@ -26,8 +32,19 @@ if (!fs.existsSync(path.join(DIST, 'index.html'))) { console.error(`${DIST}/inde
 
 const { server, base } = await serveDist(DIST, '/memlens/');
 const context = await launchChromium({ width: 1400, height: 860 });
+// Memory of the tab: resident memory of Chromium's renderer processes (one page is open at a
+// time; the page, its worker and both wasm memories live there), in MB.
+function memoryMB() {
+  try {
+    const out = execSync("ps -eo rss,args | grep -- '--type=renderer' | grep -v grep", { encoding: 'utf8' });
+    const kb = out.split('\n').filter(Boolean).reduce((a, l) => a + Number(l.trim().split(/\s+/)[0]), 0);
+    return (kb / 1024).toFixed(0);
+  } catch (e) {
+    return '?';
+  }
+}
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
-console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
+console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'exact_ms', 'model_MB', 'tab_MB', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
 for (const f of files) {
   const page = await context.newPage();
   await page.goto(base);
@@ -35,6 +52,10 @@ for (const f of files) {
   await page.setInputFiles('[data-testid=file-input]', f);
   await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
   const firstPaint = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
+  await page.waitForFunction(() => !!document.getElementById('memlens').dataset.exactPaintMs, null, { timeout: 600000 });
+  const exactPaint = await page.evaluate(() => Number(document.getElementById('memlens').dataset.exactPaintMs));
+  const heapMB = memoryMB();
+  const modelMB = await page.evaluate(() => Number(document.querySelector('[data-model-memory-bytes]')?.dataset.modelMemoryBytes || 0) / 1e6);
   const status = await page.evaluate(() => document.body.innerText);
   const m = /decoded in (\d+) ms/.exec(status);
   const canvas = page.locator('[data-testid=timeline-canvas]');
@@ -58,7 +79,7 @@ for (const f of files) {
   // The canvas logs its last 50 draw times (ms) in data-draw-log.
   const draws = ((await canvas.getAttribute('data-draw-log')) || '').split(',').filter(Boolean).map(Number).slice(-20);
   const mb = (fs.statSync(f).size / 1e6).toFixed(1);
-  console.log([path.basename(f).slice(0, 40), mb, m ? m[1] : '?', firstPaint.toFixed(0),
+  console.log([path.basename(f).slice(0, 40), mb, m ? m[1] : '?', firstPaint.toFixed(0), exactPaint.toFixed(0), modelMB.toFixed(0), heapMB,
     draws.length ? median(draws).toFixed(1) : '?', draws.length ? Math.max(...draws).toFixed(1) : '?',
     median(times).toFixed(1), Math.max(...times).toFixed(1)].join('\t'));
   await page.close();

@@ -222,16 +222,31 @@ pub fn app() -> Html {
         let s = state.clone();
         Callback::from(move |_| {
             if let Some(f) = s.current_file() {
-                if f.first_paint_ms.is_none() && s.current_layout().is_some() {
+                let preview = s.current_layout().map(|l| l.0.is_preview());
+                if f.first_paint_ms.is_none() && preview.is_some() {
                     let ms = now_ms() - f.opened_ms;
                     web_sys::console::log_1(
                         &format!(
-                            "memlens: {} first painted {ms:.0} ms after it was chosen",
-                            f.name
+                            "memlens: {} first painted {ms:.0} ms after it was chosen{}",
+                            f.name,
+                            if preview == Some(true) {
+                                " (preview layout)"
+                            } else {
+                                ""
+                            }
                         )
                         .into(),
                     );
                     s.dispatch(Action::FirstPaint { id: f.id, ms });
+                }
+                if f.exact_paint_ms.is_none() && preview == Some(false) {
+                    let ms = now_ms() - f.opened_ms;
+                    if f.first_paint_ms.is_some() {
+                        web_sys::console::log_1(
+                            &format!("memlens: {} painted from the exact layout {ms:.0} ms after it was chosen", f.name).into(),
+                        );
+                    }
+                    s.dispatch(Action::ExactPaint { id: f.id, ms });
                 }
             }
         })
@@ -253,6 +268,15 @@ pub fn app() -> Html {
         .current_file()
         .and_then(|f| f.first_paint_ms)
         .map(|ms| format!("{ms:.1}"));
+    let exact_paint = state
+        .current_file()
+        .and_then(|f| f.exact_paint_ms)
+        .map(|ms| format!("{ms:.1}"));
+    // "preview" while the timeline is drawn from a sampled first layout, "exact" after.
+    let layout_state =
+        state
+            .current_layout()
+            .map(|l| if l.0.is_preview() { "preview" } else { "exact" });
 
     let body = match state.current_file() {
         None => html! { <EmptyState on_example={on_example.clone()} /> },
@@ -319,7 +343,7 @@ pub fn app() -> Html {
     let error = state.error.clone().or((*bridge_error).clone());
     html! {
         <div id="memlens" class="app" data-state={if bridge.is_none() { "error" } else { state.page_state() }}
-            data-first-paint-ms={first_paint} data-file={state.current_file().map(|f| f.name.clone())}>
+            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
             <header class="toolbar">
                 <span class="brand">{ "memlens" }</span>
                 if state.files.len() > 1 {
@@ -354,7 +378,7 @@ pub fn app() -> Html {
                 </label>
                 <button onclick={on_example.reform(|_: MouseEvent| ())} data-testid="example-button">{ "Example" }</button>
                 if let Some(i) = &info {
-                    <span class="muted small">{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
+                    <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
                 }
             </header>
             if let Some(e) = error {

@@ -114,6 +114,10 @@ pub struct FileInfo {
     /// `allocator_settings`, pretty JSON.
     pub allocator_settings: Option<String>,
     pub decode_ms: f64,
+    /// Size of the worker's wasm memory once the model is built (before any layout): what the
+    /// loaded snapshot costs the tab, including the decoder's peak (wasm memory never shrinks).
+    #[serde(default)]
+    pub model_memory_bytes: f64,
 }
 
 /// Small facts about a layout; the columns travel as typed arrays.
@@ -130,6 +134,9 @@ pub struct LayoutMeta {
     /// Every band only moves down (`TimelineLayout::is_monotone`; false is always safe).
     #[serde(default)]
     pub monotone: bool,
+    /// A first, sampled layout (`TimelineLayout::build_preview`); the exact one follows.
+    #[serde(default)]
+    pub preview: bool,
 }
 
 /// Worker → page.

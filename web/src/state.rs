@@ -159,6 +159,9 @@ pub struct FileEntry {
     pub opened_ms: f64,
     /// Milliseconds from choosing the file to its first painted timeline.
     pub first_paint_ms: Option<f64>,
+    /// Milliseconds from choosing the file to the first timeline painted from the exact layout
+    /// (later than `first_paint_ms` when a preview came first).
+    pub exact_paint_ms: Option<f64>,
 }
 
 /// Identifies a layout: (file id, device, kind).
@@ -239,6 +242,10 @@ pub enum Action {
         ctx: Option<ElementContext>,
     },
     FirstPaint {
+        id: u32,
+        ms: f64,
+    },
+    ExactPaint {
         id: u32,
         ms: f64,
     },
@@ -459,6 +466,7 @@ impl Reducible for AppState {
                     },
                     opened_ms: at_ms,
                     first_paint_ms: None,
+                    exact_paint_ms: None,
                 });
                 s.current = Some(id);
                 s.error = None;
@@ -523,6 +531,14 @@ impl Reducible for AppState {
                         return self;
                     }
                     f.first_paint_ms = Some(ms);
+                }
+            }
+            Action::ExactPaint { id, ms } => {
+                if let Some(f) = s.files.iter_mut().find(|f| f.id == id) {
+                    if f.exact_paint_ms.is_some() {
+                        return self;
+                    }
+                    f.exact_paint_ms = Some(ms);
                 }
             }
             Action::SelectFile(id) => {

@@ -113,6 +113,7 @@ pub fn get_u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
 /// Rebuilds a layout on the page from a `Layout` message.
 pub fn layout_from_message(data: &JsValue, meta: LayoutMeta) -> Result<TimelineLayout, String> {
     let t_copy = crate::bridge::now_ms();
+    let preview = meta.preview;
     let elements = Elements {
         size_bytes: get_u64s(data, "size_bytes")?,
         addr: get_u64s(data, "addr")?,
@@ -155,7 +156,8 @@ pub fn layout_from_message(data: &JsValue, meta: LayoutMeta) -> Result<TimelineL
         meta.pools,
         meta.monotone,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string())?
+    .with_preview(preview);
     web_sys::console::log_1(
         &format!(
             "memlens: layout columns copied into the page in {:.0} ms, indices (level of detail, maxima) built in {:.0} ms",

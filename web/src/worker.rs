@@ -167,28 +167,35 @@ fn is_cancelled(st: &Shared, id: u32) -> bool {
 async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64), String> {
     let total = blob.size();
     let mut loader = Loader::new(Some(total as u64));
-    let mut off = 0.0;
     let mut buf: Vec<u8> = Vec::new();
-    while off < total {
-        if is_cancelled(st, id) {
-            return Err("cancelled".into());
-        }
+    // The next chunk is read by the browser while this one is decoded (double buffering): the
+    // reads' latency no longer adds up chunk after chunk.
+    let read = |off: f64| -> Result<(js_sys::Promise, f64), String> {
         let end = (off + CHUNK_BYTES).min(total);
         let part = blob
             .slice_with_f64_and_f64(off, end)
             .map_err(|e| format!("cannot read the file: {e:?}"))?;
-        let ab = JsFuture::from(part.array_buffer())
+        Ok((part.array_buffer(), end))
+    };
+    let mut next = if total > 0.0 { Some(read(0.0)?) } else { None };
+    while let Some((pending, end)) = next.take() {
+        if is_cancelled(st, id) {
+            return Err("cancelled".into());
+        }
+        let ab = JsFuture::from(pending)
             .await
             .map_err(|e| format!("cannot read the file: {e:?}"))?;
+        if end < total {
+            next = Some(read(end)?);
+        }
         let arr = Uint8Array::new(&ab);
         buf.resize(arr.length() as usize, 0);
         arr.copy_to(&mut buf);
         loader.push(&buf).map_err(|e| e.to_string())?;
-        off = end;
         post(
             &FromWorker::Progress {
                 id,
-                done: off,
+                done: end,
                 total,
             },
             &[],
@@ -249,6 +256,18 @@ async fn read_url(st: &Shared, id: u32, url: &str) -> Result<(Snapshot, u64), St
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
 }
 
+/// Current size of this worker's wasm memory, in bytes.
+fn wasm_memory_bytes() -> f64 {
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .map(|m| {
+            m.buffer()
+                .unchecked_into::<js_sys::ArrayBuffer>()
+                .byte_length() as f64
+        })
+        .unwrap_or(0.0)
+}
+
 /// Gives the event loop a turn (a zero-delay timeout), so a pending cancel is seen between chunks.
 async fn yield_now() {
     let p = js_sys::Promise::new(&mut |resolve, _| {
@@ -286,6 +305,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
             .as_ref()
             .and_then(|v| serde_json::to_string_pretty(v).ok()),
         decode_ms,
+        model_memory_bytes: wasm_memory_bytes(),
     };
     st.borrow_mut().files.insert(
         id,
@@ -297,11 +317,31 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
         },
     );
     post(&FromWorker::Loaded { id, info }, &[], None);
-    // The first view needs this layout anyway: send it without waiting to be asked.
+    // The first view needs this layout anyway: send it without waiting to be asked, a preview
+    // first when the trace is long, then (after answering what the page asked meanwhile) the
+    // exact one.
     if let Some(d) = default_device {
-        send_layout(st, id, d, TimelineKind::Active);
+        send_layout_as(st, id, d, TimelineKind::Active, true);
+        complete_layout(st, id, d, TimelineKind::Active);
         prebuild_state(st, id, d);
     }
+}
+
+/// Ships the exact layout in place of a preview, once the queued messages have been answered.
+fn complete_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
+    let st = st.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        yield_now().await;
+        let pending = st
+            .borrow()
+            .files
+            .get(&id)
+            .and_then(|f| f.layouts.get(&(device, kind)))
+            .is_some_and(|l| l.is_preview());
+        if pending {
+            send_layout(&st, id, device, kind);
+        }
+    });
 }
 
 /// Builds the default device's allocator state history and event list once the queued
@@ -316,6 +356,7 @@ fn prebuild_state(st: &Shared, id: u32, device: u32) {
     });
 }
 
+/// The layout whose elements searches and stack lookups use (a preview's are the same).
 fn layout_for(f: &mut Ready, device: u32, kind: TimelineKind) -> &TimelineLayout {
     let snap = &f.snap;
     f.layouts
@@ -324,6 +365,13 @@ fn layout_for(f: &mut Ready, device: u32, kind: TimelineKind) -> &TimelineLayout
 }
 
 fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
+    send_layout_as(st, id, device, kind, false);
+}
+
+/// Ships a layout. With `preview`, a long trace's first layout is the cheap
+/// `TimelineLayout::build_preview` (kept here until [`complete_layout`] ships the exact one);
+/// otherwise the exact layout, whose geometry is then dropped here.
+fn send_layout_as(st: &Shared, id: u32, device: u32, kind: TimelineKind, preview: bool) {
     let mut s = st.borrow_mut();
     let Some(f) = s.files.get_mut(&id) else {
         return;
@@ -336,7 +384,17 @@ fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
         f.layouts.remove(&(device, kind));
     }
     let t0 = now_ms();
-    let l = layout_for(f, device, kind);
+    let snap = &f.snap;
+    let l = f.layouts.entry((device, kind)).or_insert_with(|| {
+        if preview {
+            TimelineLayout::build_preview(snap, device, kind)
+        } else {
+            TimelineLayout::build(snap, device, kind)
+        }
+    });
+    if !preview {
+        l.complete();
+    }
     let build_ms = now_ms() - t0;
     let meta = LayoutMeta {
         n_events: l.n_events,
@@ -346,10 +404,11 @@ fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
         build_ms,
         pools: l.pools.clone(),
         monotone: l.is_monotone(),
+        preview: l.is_preview(),
     };
     let (arrays, transfer) = wire::layout_arrays(l);
     // The page draws from its own copy; stack lookups here need only the element columns.
-    if let Some(l) = f.layouts.get_mut(&(device, kind)) {
+    if !l.is_preview() {
         l.strip_geometry();
     }
     drop(s);

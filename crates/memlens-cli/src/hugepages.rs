@@ -115,7 +115,8 @@ unsafe impl GlobalAlloc for HugePageAlloc {
             (true, true) => unsafe { os::remap(ptr, layout.size(), new_size) },
             _ => {
                 // SAFETY: the caller guarantees `new_size` with this alignment is a valid layout.
-                let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+                let new_layout =
+                    unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
                 let q = unsafe { self.alloc(new_layout) };
                 if !q.is_null() {
                     unsafe {

@@ -18,7 +18,9 @@ impl fmt::Display for CliError {
 pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
     if path == "-" {
         let mut v = Vec::new();
-        std::io::stdin().read_to_end(&mut v).map_err(|e| CliError(format!("cannot read stdin: {e}")))?;
+        std::io::stdin()
+            .read_to_end(&mut v)
+            .map_err(|e| CliError(format!("cannot read stdin: {e}")))?;
         return Ok(v);
     }
     std::fs::read(path).map_err(|e| CliError(format!("cannot read file: {e}: {path}")))
@@ -31,7 +33,8 @@ pub fn load(path: &str) -> Result<Snapshot, CliError> {
         let bytes = read_bytes(path)?;
         return memlens_core::load(&bytes).map_err(|e| CliError(format!("{e}: <stdin>")));
     }
-    let f = std::fs::File::open(path).map_err(|e| CliError(format!("cannot read file: {e}: {path}")))?;
+    let f = std::fs::File::open(path)
+        .map_err(|e| CliError(format!("cannot read file: {e}: {path}")))?;
     let len = f.metadata().ok().map(|m| m.len());
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(CliError(format!("is a directory, not a snapshot: {path}")));

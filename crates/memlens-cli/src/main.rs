@@ -18,7 +18,11 @@ use std::process::ExitCode;
 static ALLOC: hugepages::HugePageAlloc = hugepages::HugePageAlloc;
 
 #[derive(Parser)]
-#[command(name = "memlens", version, about = "Inspect PyTorch CUDA memory snapshots (offline replacement for torch.cuda._memory_viz)")]
+#[command(
+    name = "memlens",
+    version,
+    about = "Inspect PyTorch CUDA memory snapshots (offline replacement for torch.cuda._memory_viz)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -50,8 +54,12 @@ fn quiet_broken_pipe() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let p = info.payload();
-        let msg = p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied());
-        if msg.is_some_and(|m| m.contains("failed printing to stdout") && m.contains("Broken pipe")) {
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied());
+        if msg.is_some_and(|m| m.contains("failed printing to stdout") && m.contains("Broken pipe"))
+        {
             std::process::exit(0);
         }
         default(info);

@@ -11,7 +11,17 @@ fn closed_stdout_ends_quietly() {
     std::fs::create_dir_all(&dir).unwrap_or_default();
     let snap = dir.join("s.pickle");
     let st = Command::new(bin)
-        .args(["synth", "--workload", "training", "--events", "20000", "--seed", "3", "-q", "-o"])
+        .args([
+            "synth",
+            "--workload",
+            "training",
+            "--events",
+            "20000",
+            "--seed",
+            "3",
+            "-q",
+            "-o",
+        ])
         .arg(&snap)
         .status()
         .unwrap_or_else(|e| panic!("run synth: {e}"));
@@ -25,7 +35,8 @@ fn closed_stdout_ends_quietly() {
         .unwrap_or_else(|e| panic!("run trace: {e}"));
     let mut out = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
     let mut first = [0u8; 256];
-    out.read_exact(&mut first).unwrap_or_else(|e| panic!("read: {e}"));
+    out.read_exact(&mut first)
+        .unwrap_or_else(|e| panic!("read: {e}"));
     drop(out); // the reader goes away, like `head`
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
@@ -33,7 +44,11 @@ fn closed_stdout_ends_quietly() {
     }
     let status = child.wait().unwrap_or_else(|e| panic!("wait: {e}"));
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(String::from_utf8_lossy(&first).starts_with("Device 0"), "{}", String::from_utf8_lossy(&first));
+    assert!(
+        String::from_utf8_lossy(&first).starts_with("Device 0"),
+        "{}",
+        String::from_utf8_lossy(&first)
+    );
     assert!(err.is_empty(), "stderr: {err}");
     assert_eq!(status.code(), Some(0));
 }
@@ -45,7 +60,17 @@ fn reader_gone_before_the_first_line_ends_quietly() {
     std::fs::create_dir_all(&dir).unwrap_or_default();
     let snap = dir.join("s.pickle");
     let st = Command::new(bin)
-        .args(["synth", "--workload", "training", "--events", "50000", "--seed", "4", "-q", "-o"])
+        .args([
+            "synth",
+            "--workload",
+            "training",
+            "--events",
+            "50000",
+            "--seed",
+            "4",
+            "-q",
+            "-o",
+        ])
         .arg(&snap)
         .status()
         .unwrap_or_else(|e| panic!("run synth: {e}"));

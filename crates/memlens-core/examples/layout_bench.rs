@@ -51,6 +51,18 @@ fn main() {
         None => snap.default_device().unwrap_or(0),
     };
     println!("{path} device {device}: decode {load:.2?}");
+    let t1 = Instant::now();
+    let p = TimelineLayout::build_preview(&snap, device, TimelineKind::Active);
+    println!(
+        "Active preview{}: {} pieces, build {:.2?}",
+        if p.is_preview() {
+            ""
+        } else {
+            " (short trace: exact)"
+        },
+        p.piece_count(),
+        t1.elapsed()
+    );
     for kind in [TimelineKind::Active, TimelineKind::Segments] {
         let t1 = Instant::now();
         let l = TimelineLayout::build(&snap, device, kind);

@@ -13,7 +13,11 @@ pub enum DecodeError {
     #[error("pickle ended without STOP at byte {offset}")]
     NoStop { offset: u64 },
     #[error("refused pickle opcode {name} (0x{opcode:02x}) at byte {offset}: memlens never imports or executes code from a snapshot")]
-    RefusedOpcode { name: &'static str, opcode: u8, offset: u64 },
+    RefusedOpcode {
+        name: &'static str,
+        opcode: u8,
+        offset: u64,
+    },
     #[error("unknown pickle opcode 0x{opcode:02x} at byte {offset}")]
     UnknownOpcode { opcode: u8, offset: u64 },
     #[error("unsupported pickle protocol {protocol} at byte {offset}")]

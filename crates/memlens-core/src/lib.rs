@@ -15,8 +15,8 @@ pub mod state;
 pub mod write;
 
 pub use error::DecodeError;
-pub use model::stats::{device_stats, snapshot_stats, DeviceStats, SnapshotStats};
 pub use loader::{load_reader, LoadError, Loader};
+pub use model::stats::{device_stats, snapshot_stats, DeviceStats, SnapshotStats};
 pub use model::Snapshot;
 
 /// Decodes and normalises a whole snapshot held in memory.

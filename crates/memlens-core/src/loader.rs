@@ -10,7 +10,11 @@ use std::io::Read;
 enum State {
     /// Not enough bytes yet to tell the input form.
     Start(Vec<u8>),
-    Pickle { m: Box<PickleMachine>, tail: Vec<u8>, done: bool },
+    Pickle {
+        m: Box<PickleMachine>,
+        tail: Vec<u8>,
+        done: bool,
+    },
     Whole(Vec<u8>),
 }
 
@@ -26,7 +30,11 @@ const SNIFF_BYTES: usize = 64;
 impl Loader {
     /// `total_len`, when known, lets absurd length prefixes fail at once.
     pub fn new(total_len: Option<u64>) -> Self {
-        Loader { state: State::Start(Vec::new()), bytes_in: 0, total_len }
+        Loader {
+            state: State::Start(Vec::new()),
+            bytes_in: 0,
+            total_len,
+        }
     }
 
     /// Bytes pushed so far.
@@ -78,11 +86,17 @@ impl Loader {
         match self.state {
             State::Start(_) => Err(DecodeError::Empty),
             State::Whole(all) => crate::load(&all),
-            State::Pickle { mut m, mut tail, mut done } => {
+            State::Pickle {
+                mut m,
+                mut tail,
+                mut done,
+            } => {
                 if !done {
                     feed(&mut m, &mut tail, &mut done, &[], true)?;
                 }
-                let top = m.result().ok_or(DecodeError::NoStop { offset: m.offset() })?;
+                let top = m
+                    .result()
+                    .ok_or(DecodeError::NoStop { offset: m.offset() })?;
                 let protocol = m.protocol;
                 normalize(m.arena, top, Encoding::Pickle { protocol })
             }
@@ -90,7 +104,13 @@ impl Loader {
     }
 }
 
-fn feed(m: &mut PickleMachine, tail: &mut Vec<u8>, done: &mut bool, chunk: &[u8], eof: bool) -> Result<(), DecodeError> {
+fn feed(
+    m: &mut PickleMachine,
+    tail: &mut Vec<u8>,
+    done: &mut bool,
+    chunk: &[u8],
+    eof: bool,
+) -> Result<(), DecodeError> {
     if *done {
         return Ok(());
     }

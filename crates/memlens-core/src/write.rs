@@ -74,7 +74,11 @@ impl<W: Write> PickleWriter<W> {
             if top.kind == Kind::Tuple {
                 return;
             }
-            let per_batch = if top.kind == Kind::Dict { 2 * BATCH } else { BATCH };
+            let per_batch = if top.kind == Kind::Dict {
+                2 * BATCH
+            } else {
+                BATCH
+            };
             if top.in_batch == 0 {
                 self.buf.push(b'(');
             }
@@ -87,9 +91,14 @@ impl<W: Write> PickleWriter<W> {
 
     fn after_value(&mut self) -> io::Result<()> {
         if let Some(top) = self.open.last_mut() {
-            let per_batch = if top.kind == Kind::Dict { 2 * BATCH } else { BATCH };
+            let per_batch = if top.kind == Kind::Dict {
+                2 * BATCH
+            } else {
+                BATCH
+            };
             if top.kind != Kind::Tuple && top.in_batch == per_batch {
-                self.buf.push(if top.kind == Kind::Dict { b'u' } else { b'e' });
+                self.buf
+                    .push(if top.kind == Kind::Dict { b'u' } else { b'e' });
                 top.in_batch = 0;
             }
         }
@@ -258,7 +267,11 @@ impl<W: Write> PickleWriter<W> {
                 None
             }
         };
-        self.open.push(Open { kind, in_batch: 0, memo });
+        self.open.push(Open {
+            kind,
+            in_batch: 0,
+            memo,
+        });
     }
 
     /// Opens a list; its items follow; [`Self::end`] closes it and returns its memo slot.
@@ -279,12 +292,16 @@ impl<W: Write> PickleWriter<W> {
     /// Closes the innermost open container; returns the memo slot that refers to it.
     pub fn end(&mut self) -> io::Result<MemoId> {
         let Some(top) = self.open.pop() else {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "end() without an open container"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "end() without an open container",
+            ));
         };
         let id = match top.kind {
             Kind::List | Kind::Dict => {
                 if top.in_batch > 0 {
-                    self.buf.push(if top.kind == Kind::Dict { b'u' } else { b'e' });
+                    self.buf
+                        .push(if top.kind == Kind::Dict { b'u' } else { b'e' });
                 }
                 top.memo.unwrap_or(MemoId(0))
             }
@@ -337,7 +354,12 @@ mod tests {
         for i in 0..2500u64 {
             w.begin_dict();
             w.str("action").unwrap_or_default();
-            w.str(if i % 2 == 0 { "alloc" } else { "free_completed" }).unwrap_or_default();
+            w.str(if i % 2 == 0 {
+                "alloc"
+            } else {
+                "free_completed"
+            })
+            .unwrap_or_default();
             w.str("addr").unwrap_or_default();
             w.uint(0x7f00_0000_0000 + (i / 2) * 512).unwrap_or_default();
             w.str("size").unwrap_or_default();
@@ -358,7 +380,10 @@ mod tests {
         for p in 2..=5 {
             let (a, v) = roundtrip(p);
             let traces = a.get(v, "device_traces").unwrap_or(Val::None);
-            let dev0 = a.seq(traces).and_then(|mut i| i.next()).unwrap_or(Val::None);
+            let dev0 = a
+                .seq(traces)
+                .and_then(|mut i| i.next())
+                .unwrap_or(Val::None);
             assert_eq!(a.seq_len(dev0), Some(2500), "protocol {p}");
             assert_eq!(a.rows.len(), 2500);
             assert_eq!(a.rows.addr[4], 0x7f00_0000_0000 + 1024);

@@ -19,7 +19,7 @@
 //! chain of elements ([`Origin::PoolEnvelope`]), one per stretch of constant height.
 
 use super::timeline::{
-    Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET, piece_tolerance,
+    piece_tolerance, Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET,
 };
 use crate::model::{Action, EntryExtra, Snapshot};
 use rustc_hash::FxHashMap;

@@ -288,9 +288,13 @@ fn bands_too_thin_to_draw_move_only_by_their_coarser_tolerance() {
     // Where a thin band's recorded place overlaps the big band's, hover finds the big one.
     let mut overlaps = 0;
     for x in (1102..2102).map(|x| x as f64 + 0.5) {
-        let Some(b0) = l.offset_at(big, x) else { continue };
+        let Some(b0) = l.offset_at(big, x) else {
+            continue;
+        };
         for t in tiny..tiny + 100 {
-            let Some(t0) = l.offset_at(t, x) else { continue };
+            let Some(t0) = l.offset_at(t, x) else {
+                continue;
+            };
             if t0 + 1.0 < b0 + (100 << 20) as f64 && t0 + 1.0 < l.total_at(x) as f64 {
                 overlaps += 1;
                 assert_eq!(l.hit(x, t0 + 1.0), Some(big), "x={x}, band {t}");
@@ -792,4 +796,140 @@ fn without_private_pools_allocated_is_active() {
         (a.piece_t0.clone(), a.piece_y0.clone()),
         (b.piece_t0.clone(), b.piece_y0.clone())
     );
+}
+
+/// A deterministic churn of `n` events: many small blocks, some large, freed in random order.
+fn churn(n: usize, seed: u64) -> Vec<(&'static str, u64, u64)> {
+    let mut rng = seed;
+    let mut next = || {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        rng >> 33
+    };
+    let (mut live, mut ev, mut addr) = (Vec::new(), Vec::with_capacity(n), 0x1000u64);
+    while ev.len() < n {
+        if live.is_empty() || next() % 100 < 52 {
+            let size = if next() % 50 == 0 {
+                (1 + next() % 64) << 20
+            } else {
+                512 * (1 + next() % 64)
+            };
+            addr += 0x1_0000_0000;
+            live.push((addr, size));
+            ev.push(("alloc", addr, size));
+        } else {
+            let (a, s) = live.swap_remove(next() as usize % live.len());
+            ev.push(("free_completed", a, s));
+        }
+    }
+    ev
+}
+
+#[test]
+fn preview_places_the_drawable_bands_as_the_exact_layout_does() {
+    let s = trace(&churn(3000, 7), "");
+    let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
+    let (start, t0, y0, total, warn) = timeline::stack_preview(&l.elements, l.n_events);
+    assert_eq!(total, l.total_bytes);
+    assert!(warn.is_empty());
+    let peak = total.iter().copied().max().unwrap_or(0);
+    let p = TimelineLayout::from_parts(
+        l.n_events,
+        l.elements.clone(),
+        start,
+        t0,
+        y0,
+        total,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        true,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (mut drawn, mut left_out) = (0, 0);
+    for e in 0..l.len() {
+        let size = l.elements.size_bytes[e];
+        if size < (peak / timeline::PREVIEW_HEIGHT_PX).max(1) {
+            // Too thin to draw at full zoom-out: no pieces until the exact layout comes.
+            assert!(p.pieces_of(e).is_empty());
+            left_out += 1;
+            continue;
+        }
+        drawn += 1;
+        // Under 4096 events every x is a sample point: the preview is as exact as the layout.
+        for x in l.elements.start_x[e]..l.elements.end_x[e] {
+            let (Some(a), Some(b)) = (
+                p.offset_at(e, x as f64 + 0.5),
+                l.offset_at(e, x as f64 + 0.5),
+            ) else {
+                panic!("element {e} has no place at x={x}");
+            };
+            let top = b as u64 + size;
+            let tol = 2.0 * timeline::piece_tolerance(b as u64, size) as f64 + top as f64 * 1e-6;
+            assert!(
+                (a - b).abs() <= tol,
+                "element {e} at x={x}: preview {a}, exact {b}"
+            );
+        }
+    }
+    assert!(
+        drawn > 10 && left_out > 100,
+        "{drawn} drawn, {left_out} left out"
+    );
+}
+
+#[test]
+fn a_long_trace_gets_a_preview_that_completes_into_the_exact_layout() {
+    let n = timeline::PREVIEW_MIN_EVENTS as usize + 5000;
+    let s = trace(&churn(n, 11), "");
+    let exact = TimelineLayout::build(&s, 0, TimelineKind::Active);
+    let mut p = TimelineLayout::build_preview(&s, 0, TimelineKind::Active);
+    assert!(p.is_preview() && !exact.is_preview());
+    assert_eq!(p.total_bytes, exact.total_bytes);
+    assert_eq!(p.len(), exact.len());
+    assert!(
+        p.piece_count() * 10 < exact.piece_count(),
+        "{} vs {}",
+        p.piece_count(),
+        exact.piece_count()
+    );
+    // A drawn band sits where the exact layout puts it at every sample point.
+    let peak = exact.total_bytes.iter().copied().max().unwrap_or(0);
+    let xs = exact.n_events as u64 + 1;
+    let cols = timeline::PREVIEW_COLUMNS as u64;
+    let mut checked = 0;
+    for e in (0..exact.len())
+        .filter(|&e| exact.elements.size_bytes[e] >= peak / timeline::PREVIEW_HEIGHT_PX)
+    {
+        for c in 1..cols {
+            let x = (c * xs).div_ceil(cols) as u32;
+            if x <= exact.elements.start_x[e] || x >= exact.elements.end_x[e] {
+                continue;
+            }
+            let (a, b) = (
+                p.offset_at(e, x as f64 + 0.5),
+                exact.offset_at(e, x as f64 + 0.5),
+            );
+            let (Some(a), Some(b)) = (a, b) else {
+                panic!("element {e} has no place at x={x}")
+            };
+            let size = exact.elements.size_bytes[e];
+            let tol =
+                2.0 * timeline::piece_tolerance(b as u64, size) as f64 + (b + size as f64) * 1e-6;
+            assert!(
+                (a - b).abs() <= tol,
+                "element {e} at x={x}: preview {a}, exact {b}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+    p.complete();
+    assert!(!p.is_preview());
+    assert_eq!(p.piece_start, exact.piece_start);
+    assert_eq!(p.piece_t0, exact.piece_t0);
+    assert_eq!(p.piece_y0, exact.piece_y0);
 }

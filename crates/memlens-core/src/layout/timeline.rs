@@ -114,6 +114,15 @@ pub fn is_thin(bottom: u64, size: u64) -> bool {
     size.saturating_mul(THIN_RATIO) < bottom.saturating_add(size)
 }
 
+/// Traces longer than this get a [`TimelineLayout::build_preview`] first.
+pub const PREVIEW_MIN_EVENTS: u32 = 200_000;
+/// Points across the trace where a preview samples its bands' bottoms (a preview is exact to
+/// within 1/2 px on a full-trace plot up to 2048 px wide).
+pub const PREVIEW_COLUMNS: u32 = 4096;
+/// A preview gives pieces to the bands at least 1/`PREVIEW_HEIGHT_PX` of the peak: the ones a
+/// full-trace plot up to this tall can draw on their own.
+pub const PREVIEW_HEIGHT_PX: u64 = 4096;
+
 /// Size classes (`floor(log2(size_bytes))`) × lifetime classes (`floor(log2(end_x - start_x))`).
 const SIZE_CLASSES: usize = 64;
 const LEN_CLASSES: usize = 32;
@@ -265,6 +274,8 @@ pub struct TimelineLayout {
     monotone: bool,
     /// Derived: bottom-up max tree over `total_bytes` (range maxima for y fitting).
     max_tree: Vec<u64>,
+    /// A [`Self::build_preview`] layout: only the drawable bands have pieces, sampled.
+    preview: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -292,6 +303,48 @@ pub enum LayoutError {
 impl TimelineLayout {
     /// Builds the timeline of `device` from a snapshot.
     pub fn build(snap: &Snapshot, device: u32, kind: TimelineKind) -> TimelineLayout {
+        Self::assemble(snap, device, kind, false)
+    }
+
+    /// A first, cheaper layout of a long trace for the first frame: the same elements, exact
+    /// totals (so the underlay is exact), and pieces only for the bands tall enough to be drawn
+    /// on their own at full zoom-out, sampled at [`PREVIEW_COLUMNS`] points across the trace.
+    /// [`Self::complete`] turns it into the exact layout. Only for [`TimelineKind::Active`] with
+    /// more than [`PREVIEW_MIN_EVENTS`] events; otherwise this is [`Self::build`].
+    pub fn build_preview(snap: &Snapshot, device: u32, kind: TimelineKind) -> TimelineLayout {
+        let preview = kind == TimelineKind::Active
+            && snap.device_rows(device).len() > PREVIEW_MIN_EVENTS as usize;
+        Self::assemble(snap, device, kind, preview)
+    }
+
+    /// Marks a layout rebuilt from shipped columns ([`Self::from_parts`]) as a preview.
+    pub fn with_preview(mut self, preview: bool) -> Self {
+        self.preview = preview;
+        self
+    }
+
+    /// Whether this is a [`Self::build_preview`] layout still waiting for [`Self::complete`].
+    pub fn is_preview(&self) -> bool {
+        self.preview
+    }
+
+    /// Replaces a preview's pieces by the exact stacking of the same elements.
+    pub fn complete(&mut self) {
+        if !self.preview {
+            return;
+        }
+        let (piece_start, piece_t0, piece_y0, total_bytes, warn) =
+            stack(&self.elements, self.n_events);
+        self.piece_start = piece_start;
+        self.piece_t0 = piece_t0;
+        self.piece_y0 = piece_y0;
+        self.total_bytes = total_bytes;
+        self.warnings.extend(warn);
+        self.preview = false;
+        self.derive(Some(true));
+    }
+
+    fn assemble(snap: &Snapshot, device: u32, kind: TimelineKind, preview: bool) -> TimelineLayout {
         let rows = snap.device_rows(device);
         let n_events = rows.len() as u32;
         let resolver = super::pools::PoolResolver::new(snap, device);
@@ -306,6 +359,10 @@ impl TimelineLayout {
             TimelineKind::Allocated => super::pools::stack_allocated(
                 snap, device, elements, n_events, &resolver, &mut pools,
             ),
+            _ if preview => {
+                let st = stack_preview(&elements, n_events);
+                (elements, st)
+            }
             _ => {
                 let st = stack(&elements, n_events);
                 (elements, st)
@@ -325,6 +382,7 @@ impl TimelineLayout {
             regions,
             warnings,
             pools: pools.ids,
+            preview,
             ..TimelineLayout::default()
         };
         // Upstream's stacking only moves bands down; pool envelopes move them both ways.
@@ -580,7 +638,9 @@ impl TimelineLayout {
         let (mut envelope, mut thin) = (None, None);
         for e in self.visible(x, x.floor() + 1.0, |_, _| true) {
             let size = self.elements.size_bytes.get(e).copied().unwrap_or(0);
-            let Some(y0) = self.offset_at(e, x) else { continue };
+            let Some(y0) = self.offset_at(e, x) else {
+                continue;
+            };
             if !(y_bytes >= y0 && y_bytes < y0 + size as f64) {
                 continue;
             }
@@ -901,14 +961,9 @@ fn sweep(
     over_budget
 }
 
-/// Stacks the elements: one sweep records every piece in x order, then a counting sort by
-/// element lays them out. (Two sweeps, one counting and one writing in place, took 1.5× as
-/// long once the sweep itself dominated; one sweep into per-element chunk chains was slower
-/// still, from the chains' memory traffic.)
-fn stack(el: &Elements, n_events: u32) -> Stacked {
+/// Elements ending at each x, as linked lists (`end_head[x]`, then `end_next[e]`).
+fn end_lists(el: &Elements, xs: usize) -> (Vec<u32>, Vec<u32>) {
     let n_el = el.len();
-    let xs = n_events as usize + 1;
-    // Elements ending at each x (at most a few per x).
     let mut end_head = vec![u32::MAX; xs + 1];
     let mut end_next = vec![u32::MAX; n_el];
     for e in (0..n_el).rev() {
@@ -923,43 +978,187 @@ fn stack(el: &Elements, n_events: u32) -> Stacked {
             }
         }
     }
+    (end_head, end_next)
+}
+
+/// Pieces as a sweep finds them (x order), laid out by element afterwards.
+struct PieceLog {
+    e: Vec<u32>,
+    x: Vec<u32>,
+    y: Vec<f32>,
+}
+
+impl PieceLog {
+    fn with_capacity(n: usize) -> Self {
+        PieceLog {
+            e: Vec::with_capacity(n),
+            x: Vec::with_capacity(n),
+            y: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, e: u32, x: u32, y: u64) {
+        self.e.push(e);
+        self.x.push(x);
+        self.y.push(y as f32);
+    }
+
+    /// A counting sort by element (x order kept within one): `(piece_start, piece_t0, piece_y0)`.
+    fn by_element(self, n_el: usize) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+        let mut start = vec![0u32; n_el + 1];
+        for &e in &self.e {
+            if let Some(c) = start.get_mut(e as usize + 1) {
+                *c += 1;
+            }
+        }
+        for i in 0..n_el {
+            let prev = start.get(i).copied().unwrap_or(0);
+            if let Some(c) = start.get_mut(i + 1) {
+                *c += prev;
+            }
+        }
+        let n_pieces = self.e.len();
+        let mut fill = start.clone();
+        let mut t0 = vec![0u32; n_pieces];
+        let mut y0 = vec![0f32; n_pieces];
+        for ((&e, &x), &y) in self.e.iter().zip(&self.x).zip(&self.y) {
+            if let Some(f) = fill.get_mut(e as usize) {
+                let d = *f as usize;
+                *f += 1;
+                if let (Some(t), Some(v)) = (t0.get_mut(d), y0.get_mut(d)) {
+                    *t = x;
+                    *v = y;
+                }
+            }
+        }
+        (start, t0, y0)
+    }
+}
+
+/// Sums of element sizes over element ids (a Fenwick tree): the bytes stacked below an
+/// element are the sizes of the live elements with smaller ids.
+struct Fenwick(Vec<u64>);
+
+impl Fenwick {
+    fn add(&mut self, i: usize, v: u64) {
+        let mut i = i + 1;
+        while let Some(t) = self.0.get_mut(i) {
+            *t = t.wrapping_add(v);
+            i += i & i.wrapping_neg();
+        }
+    }
+    /// Sum over ids `< i`.
+    fn prefix(&self, i: usize) -> u64 {
+        let (mut i, mut s) = (i, 0u64);
+        while i > 0 {
+            s = s.wrapping_add(self.0.get(i).copied().unwrap_or(0));
+            i &= i - 1;
+        }
+        s
+    }
+}
+
+/// The preview's stacking: exact totals, and pieces only for the bands at least
+/// 1/[`PREVIEW_HEIGHT_PX`] of the peak, their bottoms sampled at [`PREVIEW_COLUMNS`] evenly spaced
+/// x (and exact where they start). Cost: one Fenwick update per event and one query per drawn
+/// band per column, instead of a step for every band above every free.
+pub(super) fn stack_preview(el: &Elements, n_events: u32) -> Stacked {
+    let n_el = el.len();
+    let xs = n_events as usize + 1;
+    let (end_head, end_next) = end_lists(el, xs);
+    let alive =
+        |e: usize| matches!((el.start_x.get(e), el.end_x.get(e)), (Some(s), Some(en)) if en > s);
+    let size = |e: usize| el.size_bytes.get(e).copied().unwrap_or(0);
+    // Exact totals from a difference array.
     let mut total = vec![0u64; xs];
-    // One sweep records the pieces in x order; a counting sort by element then lays each
-    // element's pieces out together (x order kept within an element).
-    let mut rec_e: Vec<u32> = Vec::with_capacity(n_el * 2);
-    let mut rec_x: Vec<u32> = Vec::with_capacity(n_el * 2);
-    let mut rec_y: Vec<f32> = Vec::with_capacity(n_el * 2);
-    let over_budget = sweep(el, &end_head, &end_next, &mut total, |e, x, y| {
-        rec_e.push(e);
-        rec_x.push(x);
-        rec_y.push(y as f32);
-    });
-    let mut start = vec![0u32; n_el + 1];
-    for &e in &rec_e {
-        if let Some(c) = start.get_mut(e as usize + 1) {
-            *c += 1;
+    for e in (0..n_el).filter(|&e| alive(e)) {
+        let (s, en) = (el.start_x[e] as usize, el.end_x[e] as usize);
+        if let Some(t) = total.get_mut(s) {
+            *t = t.wrapping_add(size(e));
+        }
+        if let Some(t) = total.get_mut(en) {
+            *t = t.wrapping_sub(size(e));
         }
     }
-    for i in 0..n_el {
-        let prev = start.get(i).copied().unwrap_or(0);
-        if let Some(c) = start.get_mut(i + 1) {
-            *c += prev;
-        }
+    let mut run = 0u64;
+    for t in total.iter_mut() {
+        run = run.wrapping_add(*t);
+        *t = run;
     }
-    let n_pieces = rec_e.len();
-    let mut fill = start.clone();
-    let mut t0 = vec![0u32; n_pieces];
-    let mut y0 = vec![0f32; n_pieces];
-    for ((&e, &x), &y) in rec_e.iter().zip(&rec_x).zip(&rec_y) {
-        if let Some(f) = fill.get_mut(e as usize) {
-            let d = *f as usize;
-            *f += 1;
-            if let (Some(t), Some(v)) = (t0.get_mut(d), y0.get_mut(d)) {
-                *t = x;
-                *v = y;
+    let peak = total.iter().copied().max().unwrap_or(0);
+    let min_size = (peak / PREVIEW_HEIGHT_PX).max(1);
+    let drawn = |e: usize| size(e) >= min_size;
+    let mut fen = Fenwick(vec![0u64; n_el + 1]);
+    let mut rec = PieceLog::with_capacity(n_el.min(1 << 20));
+    // Drawn bands alive now: (element, bottom at its last piece); `pos` finds them for removal.
+    let mut live: Vec<(u32, u64)> = Vec::new();
+    let mut pos = vec![u32::MAX; n_el];
+    let columns = PREVIEW_COLUMNS as u64;
+    let col_x = |c: u64| (c * xs as u64).div_ceil(columns);
+    let (mut next_col, mut next_start) = (1u64, 0usize);
+    for x in 0..xs {
+        let mut e = end_head.get(x).copied().unwrap_or(u32::MAX);
+        while e != u32::MAX {
+            let ei = e as usize;
+            fen.add(ei, size(ei).wrapping_neg());
+            if let Some(p) = pos.get(ei).copied().filter(|&p| p != u32::MAX) {
+                live.swap_remove(p as usize);
+                if let Some(&(moved, _)) = live.get(p as usize) {
+                    pos[moved as usize] = p;
+                }
+                pos[ei] = u32::MAX;
+            }
+            e = end_next.get(ei).copied().unwrap_or(u32::MAX);
+        }
+        let first = next_start;
+        while next_start < n_el && el.start_x.get(next_start).is_some_and(|&s| s as usize <= x) {
+            if alive(next_start) {
+                fen.add(next_start, size(next_start));
+            }
+            next_start += 1;
+        }
+        for s in (first..next_start).filter(|&s| alive(s) && drawn(s)) {
+            let y = fen.prefix(s);
+            rec.push(s as u32, x as u32, y);
+            pos[s] = live.len() as u32;
+            live.push((s as u32, y));
+        }
+        if next_col < columns && col_x(next_col) <= x as u64 {
+            while next_col < columns && col_x(next_col) <= x as u64 {
+                next_col += 1;
+            }
+            for (e, last) in live.iter_mut() {
+                let ei = *e as usize;
+                let y = fen.prefix(ei);
+                if last.abs_diff(y) > piece_tolerance(y, size(ei)) {
+                    *last = y;
+                    rec.push(*e, x as u32, y);
+                }
             }
         }
     }
+    // Bands too thin to draw at full zoom-out get no pieces: no place, no hover, until the
+    // exact layout replaces this one.
+    let (start, t0, y0) = rec.by_element(n_el);
+    (start, t0, y0, total, Vec::new())
+}
+
+/// Stacks the elements: one sweep records every piece in x order, then a counting sort by
+/// element lays them out. (Two sweeps, one counting and one writing in place, took 1.5× as
+/// long once the sweep itself dominated; one sweep into per-element chunk chains was slower
+/// still, from the chains' memory traffic.)
+pub(super) fn stack(el: &Elements, n_events: u32) -> Stacked {
+    let n_el = el.len();
+    let xs = n_events as usize + 1;
+    let (end_head, end_next) = end_lists(el, xs);
+    let mut total = vec![0u64; xs];
+    // One sweep records the pieces in x order; a counting sort by element then lays each
+    // element's pieces out together (x order kept within an element).
+    let mut rec = PieceLog::with_capacity(n_el * 2);
+    let over_budget = sweep(el, &end_head, &end_next, &mut total, |e, x, y| {
+        rec.push(e, x, y)
+    });
+    let (start, t0, y0) = rec.by_element(n_el);
     let mut warnings = Vec::new();
     if over_budget {
         warnings.push(format!(

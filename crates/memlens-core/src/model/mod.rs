@@ -38,7 +38,10 @@ pub struct StackTable {
 
 impl Default for StackTable {
     fn default() -> Self {
-        StackTable { offsets: vec![0, 0], frames: Vec::new() }
+        StackTable {
+            offsets: vec![0, 0],
+            frames: Vec::new(),
+        }
     }
 }
 
@@ -154,7 +157,10 @@ impl TraceColumns {
     /// Extras of one entry.
     pub fn extras_of(&self, row: u32) -> impl Iterator<Item = &EntryExtra> {
         let start = self.extras.partition_point(|(r, _)| *r < row);
-        self.extras[start..].iter().take_while(move |(r, _)| *r == row).map(|(_, e)| e)
+        self.extras[start..]
+            .iter()
+            .take_while(move |(r, _)| *r == row)
+            .map(|(_, e)| e)
     }
     pub fn device_free(&self, row: u32) -> Option<u64> {
         self.extras_of(row).find_map(|e| match e {
@@ -189,7 +195,10 @@ impl BlockState {
         }
     }
     pub fn is_active(self) -> bool {
-        matches!(self, BlockState::ActiveAllocated | BlockState::ActivePendingFree)
+        matches!(
+            self,
+            BlockState::ActiveAllocated | BlockState::ActivePendingFree
+        )
     }
 }
 
@@ -263,7 +272,9 @@ impl Snapshot {
     }
 
     pub fn segment_blocks(&self, seg: &Segment) -> &[Block] {
-        self.blocks.get(seg.blocks.start as usize..seg.blocks.end as usize).unwrap_or(&[])
+        self.blocks
+            .get(seg.blocks.start as usize..seg.blocks.end as usize)
+            .unwrap_or(&[])
     }
 
     /// Sorted device ordinals: union of segment devices and `device_traces` indices.
@@ -278,15 +289,21 @@ impl Snapshot {
     /// The device a viewer shows first: the longest trace, the lowest ordinal on a tie
     /// (upstream's default). `None` when the snapshot has no device at all.
     pub fn default_device(&self) -> Option<u32> {
-        self.devices().into_iter().rev().max_by_key(|&d| self.device_rows(d).len())
+        self.devices()
+            .into_iter()
+            .rev()
+            .max_by_key(|&d| self.device_rows(d).len())
     }
 
     /// Trace rows of a device (empty if it has none).
     pub fn device_rows(&self, device: u32) -> Range<u32> {
-        self.device_traces.iter().find(|t| t.device == device).map(|t| t.rows.clone()).unwrap_or(0..0)
+        self.device_traces
+            .iter()
+            .find(|t| t.device == device)
+            .map(|t| t.rows.clone())
+            .unwrap_or(0..0)
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -296,7 +313,8 @@ mod tests {
         let doc = format!(r#"{{"segments":[],"device_traces":[[{e}],[{e},{e}],[{e},{e}]]}}"#);
         let snap = crate::load(doc.as_bytes()).unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(snap.default_device(), Some(1));
-        let empty = crate::load(br#"{"segments":[],"device_traces":[]}"#).unwrap_or_else(|err| panic!("{err}"));
+        let empty = crate::load(br#"{"segments":[],"device_traces":[]}"#)
+            .unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(empty.default_device(), None);
     }
 }

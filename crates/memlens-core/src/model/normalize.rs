@@ -43,7 +43,9 @@ fn to_json_inner(a: &Arena, v: Val, depth: usize, budget: &mut usize) -> serde_j
         Val::None => J::Null,
         Val::Bool(b) => J::Bool(b),
         Val::Int(i) => J::from(i),
-        Val::Float(f) => serde_json::Number::from_f64(f).map(J::Number).unwrap_or(J::Null),
+        Val::Float(f) => serde_json::Number::from_f64(f)
+            .map(J::Number)
+            .unwrap_or(J::Null),
         Val::Str(s) => J::String(a.strings.get(s).to_string()),
         Val::Row(_) => J::String("<trace entry>".into()),
         Val::Node(_) => match a.node(v) {
@@ -60,7 +62,12 @@ fn to_json_inner(a: &Arena, v: Val, depth: usize, budget: &mut usize) -> serde_j
             }
             Some(Node::List(_)) | Some(Node::Tuple(_)) | Some(Node::RowRange { .. }) => {
                 let items: Vec<Val> = a.seq(v).map(|it| it.collect()).unwrap_or_default();
-                J::Array(items.into_iter().map(|x| to_json_inner(a, x, depth + 1, budget)).collect())
+                J::Array(
+                    items
+                        .into_iter()
+                        .map(|x| to_json_inner(a, x, depth + 1, budget))
+                        .collect(),
+                )
             }
             Some(Node::BigInt(b)) => match crate::raw::value::bigint_to_u64(b) {
                 Some(u) => J::from(u),
@@ -126,20 +133,34 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         if s.is_none() && t.is_none() {
             let keys: Vec<String> = a
                 .dict_items(top)
-                .map(|items| items.iter().take(6).filter_map(|(k, _)| a.as_str(*k).map(|s| format!("'{s}'"))).collect())
+                .map(|items| {
+                    items
+                        .iter()
+                        .take(6)
+                        .filter_map(|(k, _)| a.as_str(*k).map(|s| format!("'{s}'")))
+                        .collect()
+                })
                 .unwrap_or_default();
             return Err(DecodeError::NotASnapshot(if a.row_of(top).is_some() {
                 "top-level value is a single trace entry".into()
             } else {
-                format!("top-level dict has neither 'segments' nor 'device_traces' (keys: {})", keys.join(", "))
+                format!(
+                    "top-level dict has neither 'segments' nor 'device_traces' (keys: {})",
+                    keys.join(", ")
+                )
             }));
         }
         (s, t, false)
     } else if let Some(n) = a.seq_len(top) {
         // A bare list is `memory_snapshot()` output: it must hold segment dicts (or be empty).
-        let ok = n == 0 || a.seq(top).map(|mut i| i.all(|x| a.is_dict(x) && a.get(x, "total_size").is_some())).unwrap_or(false);
+        let ok = n == 0
+            || a.seq(top)
+                .map(|mut i| i.all(|x| a.is_dict(x) && a.get(x, "total_size").is_some()))
+                .unwrap_or(false);
         if !ok {
-            return Err(DecodeError::NotASnapshot("top-level list does not hold segment dicts".into()));
+            return Err(DecodeError::NotASnapshot(
+                "top-level list does not hold segment dicts".into(),
+            ));
         }
         (Some(top), None, true)
     } else {
@@ -151,7 +172,9 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
             Val::Str(_) => "a string",
             _ => "not a dict or list",
         };
-        return Err(DecodeError::NotASnapshot(format!("top-level value is {what}")));
+        return Err(DecodeError::NotASnapshot(format!(
+            "top-level value is {what}"
+        )));
     };
 
     // ---- segments and blocks
@@ -176,15 +199,28 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
             let total = get_u64(&a, s, "total_size").unwrap_or(0);
             let device_raw = a.get(s, "device").and_then(|v| a.as_i64(v)).unwrap_or(0);
             let device = u32::try_from(device_raw).unwrap_or_else(|_| {
-                warnings.push(format!("segment {si} has device {device_raw}; counted as device 0"));
+                warnings.push(format!(
+                    "segment {si} has device {device_raw}; counted as device 0"
+                ));
                 0
             });
-            let stream = a.get(s, "stream").and_then(|v| a.as_i64(v).map(|i| i as u64).or_else(|| a.as_u64(v))).unwrap_or(0);
-            let segment_type = a.get(s, "segment_type").and_then(|v| if let Val::Str(x) = v { Some(x) } else { None }).unwrap_or(StrId::EMPTY);
+            let stream = a
+                .get(s, "stream")
+                .and_then(|v| a.as_i64(v).map(|i| i as u64).or_else(|| a.as_u64(v)))
+                .unwrap_or(0);
+            let segment_type = a
+                .get(s, "segment_type")
+                .and_then(|v| if let Val::Str(x) = v { Some(x) } else { None })
+                .unwrap_or(StrId::EMPTY);
             let pool_id = pair(&a, a.get(s, "segment_pool_id"));
-            let is_expandable = matches!(a.get(s, "is_expandable"), Some(Val::Bool(true)) | Some(Val::Int(1)));
+            let is_expandable = matches!(
+                a.get(s, "is_expandable"),
+                Some(Val::Bool(true)) | Some(Val::Int(1))
+            );
             let seg_frames = a.get(s, "frames");
-            let stack = seg_frames.map(|f| a.intern_stack(f)).unwrap_or(StackId::EMPTY);
+            let stack = seg_frames
+                .map(|f| a.intern_stack(f))
+                .unwrap_or(StackId::EMPTY);
             let b0 = blocks.len() as u32;
             let mut cursor = address;
             let mut sum = 0u64;
@@ -195,23 +231,39 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
                         continue;
                     }
                     let size = get_u64(&a, b, "size").unwrap_or(0);
-                    let history_first = a.get(b, "history").and_then(|h| a.seq(h)).and_then(|mut i| i.next());
+                    let history_first = a
+                        .get(b, "history")
+                        .and_then(|h| a.seq(h))
+                        .and_then(|mut i| i.next());
                     let addr_opt = get_u64(&a, b, "address");
                     let legacy = addr_opt.is_none() || history_first.is_some();
                     let baddr = addr_opt.unwrap_or(cursor);
                     let requested = match get_u64(&a, b, "requested_size") {
                         Some(r) => r,
-                        None => history_first.and_then(|h| get_u64(&a, h, "real_size")).unwrap_or(size),
+                        None => history_first
+                            .and_then(|h| get_u64(&a, h, "real_size"))
+                            .unwrap_or(size),
                     };
                     let state = match a.get(b, "state").and_then(|v| a.as_str(v)) {
                         Some("active_allocated") => BlockState::ActiveAllocated,
-                        Some("active_pending_free") | Some("active_awaiting_free") => BlockState::ActivePendingFree,
+                        Some("active_pending_free") | Some("active_awaiting_free") => {
+                            BlockState::ActivePendingFree
+                        }
                         Some("inactive") => BlockState::Inactive,
                         _ => BlockState::Unknown,
                     };
-                    let frames = a.get(b, "frames").or_else(|| history_first.and_then(|h| a.get(h, "frames")));
+                    let frames = a
+                        .get(b, "frames")
+                        .or_else(|| history_first.and_then(|h| a.get(h, "frames")));
                     let stack = frames.map(|f| a.intern_stack(f)).unwrap_or(StackId::EMPTY);
-                    blocks.push(Block { address: baddr, size_bytes: size, requested_size_bytes: requested, state, stack, legacy });
+                    blocks.push(Block {
+                        address: baddr,
+                        size_bytes: size,
+                        requested_size_bytes: requested,
+                        state,
+                        stack,
+                        legacy,
+                    });
                     cursor = baddr.wrapping_add(size);
                     sum = sum.wrapping_add(size);
                 }
@@ -255,12 +307,16 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
     let host_list = if segments_only {
         None
     } else {
-        a.get(top, "host_traces").map(|v| row_list(&a, v, "host_traces", &mut warnings))
+        a.get(top, "host_traces")
+            .map(|v| row_list(&a, v, "host_traces", &mut warnings))
     };
 
     let rows = std::mem::take(&mut a.rows);
     if rows.odd_values > 0 {
-        warnings.push(format!("{} trace entry fields had values of the wrong type or sign (read as 0)", rows.odd_values));
+        warnings.push(format!(
+            "{} trace entry fields had values of the wrong type or sign (read as 0)",
+            rows.odd_values
+        ));
     }
     let total_rows = rows.len();
     // Row ids in output order; identity (the common case) lets the columns move without a copy.
@@ -285,7 +341,10 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
                 }
             }
         }
-        device_traces.push(DeviceTrace { device: *d, rows: start..next });
+        device_traces.push(DeviceTrace {
+            device: *d,
+            rows: start..next,
+        });
     }
     let used: usize = lists.iter().map(|(_, l)| l.len()).sum();
     let host_len = host_list.as_ref().map(|l| l.len()).unwrap_or(0);
@@ -315,11 +374,29 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
                 if !a.is_dict(x) {
                     continue;
                 }
-                let name = a.get(x, "name").and_then(|v| if let Val::Str(s) = v { Some(s) } else { None }).unwrap_or(StrId::EMPTY);
-                let stage = a.get(x, "stage").and_then(|v| if let Val::Str(s) = v { Some(s) } else { None }).unwrap_or(StrId::EMPTY);
-                let device = a.get(x, "device").and_then(|v| a.as_i64(v)).and_then(|d| u32::try_from(d).ok()).unwrap_or(0);
-                let time_us = a.get(x, "time_us").and_then(|v| a.as_i64(v)).unwrap_or(TIME_NONE);
-                ann.push(ExternalAnnotation { device, time_us, name, stage });
+                let name = a
+                    .get(x, "name")
+                    .and_then(|v| if let Val::Str(s) = v { Some(s) } else { None })
+                    .unwrap_or(StrId::EMPTY);
+                let stage = a
+                    .get(x, "stage")
+                    .and_then(|v| if let Val::Str(s) = v { Some(s) } else { None })
+                    .unwrap_or(StrId::EMPTY);
+                let device = a
+                    .get(x, "device")
+                    .and_then(|v| a.as_i64(v))
+                    .and_then(|d| u32::try_from(d).ok())
+                    .unwrap_or(0);
+                let time_us = a
+                    .get(x, "time_us")
+                    .and_then(|v| a.as_i64(v))
+                    .unwrap_or(TIME_NONE);
+                ann.push(ExternalAnnotation {
+                    device,
+                    time_us,
+                    name,
+                    stage,
+                });
             }
         }
         (settings, host, ann)
@@ -365,7 +442,10 @@ fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
             EntryExtra::PoolId(x, y)
         }
         RowExtra::ForwardFrames(v) => {
-            let items: Vec<StrId> = a.seq(*v)?.filter_map(|x| if let Val::Str(s) = x { Some(s) } else { None }).collect();
+            let items: Vec<StrId> = a
+                .seq(*v)?
+                .filter_map(|x| if let Val::Str(s) = x { Some(s) } else { None })
+                .collect();
             EntryExtra::ForwardFrames(items)
         }
     })
@@ -377,10 +457,18 @@ fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
         let mut cache: FxHashMap<StrId, Action> = FxHashMap::default();
         rows.action
             .iter()
-            .map(|s| *cache.entry(*s).or_insert_with(|| Action::from_name(a.strings.get(*s))))
+            .map(|s| {
+                *cache
+                    .entry(*s)
+                    .or_insert_with(|| Action::from_name(a.strings.get(*s)))
+            })
             .collect()
     };
-    let mut extras: Vec<(u32, EntryExtra)> = rows.extras.iter().filter_map(|(r, e)| convert_extra(a, e).map(|x| (*r, x))).collect();
+    let mut extras: Vec<(u32, EntryExtra)> = rows
+        .extras
+        .iter()
+        .filter_map(|(r, e)| convert_extra(a, e).map(|x| (*r, x)))
+        .collect();
     extras.sort_by_key(|(r, _)| *r);
     TraceColumns {
         action,

@@ -47,7 +47,11 @@ pub struct SnapshotStats {
 /// Stats of every device (see [`Snapshot::devices`]), plus the snapshot's warnings.
 pub fn snapshot_stats(s: &Snapshot) -> SnapshotStats {
     let mut warnings = s.warnings.clone();
-    let devices: Vec<DeviceStats> = s.devices().into_iter().map(|d| device_stats(s, d)).collect();
+    let devices: Vec<DeviceStats> = s
+        .devices()
+        .into_iter()
+        .map(|d| device_stats(s, d))
+        .collect();
     for d in &devices {
         if d.timeline_baseline_bytes < 0 {
             warnings.push(format!(
@@ -135,7 +139,9 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         }
     }
     for (k, v) in counts {
-        *st.actions.entry(s.strings.get(crate::raw::StrId(k)).to_string()).or_default() += v;
+        *st.actions
+            .entry(s.strings.get(crate::raw::StrId(k)).to_string())
+            .or_default() += v;
     }
     let base = st.requested_bytes as i128 - net;
     let seg_base = st.reserved_bytes as i128 - net_seg;

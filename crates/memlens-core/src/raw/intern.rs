@@ -58,7 +58,11 @@ impl Arena {
             _ => return None,
         };
         let k = self.frame_keys;
-        let mut fr = Frame { filename: StrId::EMPTY, line: 0, name: StrId::EMPTY };
+        let mut fr = Frame {
+            filename: StrId::EMPTY,
+            line: 0,
+            name: StrId::EMPTY,
+        };
         for &(key, x) in items {
             let Val::Str(key) = key else { continue };
             if key == k.filename {
@@ -92,7 +96,9 @@ impl Arena {
     /// The stack a `frames` value describes (anything but a list of frame dicts: the empty
     /// stack). A list node is replaced by its stack id, so its items are freed.
     pub fn intern_stack(&mut self, v: Val) -> StackId {
-        let Val::Node(NodeId(n)) = v else { return StackId::EMPTY };
+        let Val::Node(NodeId(n)) = v else {
+            return StackId::EMPTY;
+        };
         let items: Vec<Val> = match self.nodes.get_mut(n as usize) {
             Some(Node::Stack(s)) => return *s,
             Some(Node::List(items)) => std::mem::take(items),
@@ -129,13 +135,15 @@ impl Arena {
             Some(&id) => id,
             None => {
                 let id = st.stacks.push(&scratch);
-                st.stack_index.insert(scratch.clone().into_boxed_slice(), id);
+                st.stack_index
+                    .insert(scratch.clone().into_boxed_slice(), id);
                 id
             }
         };
         st.scratch = scratch;
         if all_nodes {
-            st.stack_by_nodes.insert(nodes.clone().into_boxed_slice(), id);
+            st.stack_by_nodes
+                .insert(nodes.clone().into_boxed_slice(), id);
         }
         st.scratch_nodes = nodes;
         if let Some(slot) = self.nodes.get_mut(n as usize) {

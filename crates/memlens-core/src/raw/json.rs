@@ -7,7 +7,8 @@ use crate::error::DecodeError;
 /// Parses a JSON document into an arena. serde_json limits nesting to 128 levels, so the
 /// recursive conversion below is bounded.
 pub fn decode_json(bytes: &[u8]) -> Result<(Arena, Val), DecodeError> {
-    let doc: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| DecodeError::Json(e.to_string()))?;
+    let doc: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| DecodeError::Json(e.to_string()))?;
     let mut arena = Arena::default();
     let v = convert(&mut arena, &doc);
     Ok((arena, v))

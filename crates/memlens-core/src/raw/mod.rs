@@ -16,10 +16,14 @@ pub use value::{Arena, Node, NodeId, RowExtra, RowId, TraceRows, Val};
 /// How the input was encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
-    Pickle { protocol: u8 },
+    Pickle {
+        protocol: u8,
+    },
     Json,
     /// `_memory_viz` HTML holding a pickle.
-    Html { protocol: u8 },
+    Html {
+        protocol: u8,
+    },
 }
 
 impl std::fmt::Display for Encoding {
@@ -27,7 +31,9 @@ impl std::fmt::Display for Encoding {
         match self {
             Encoding::Pickle { protocol } => write!(f, "pickle protocol {protocol}"),
             Encoding::Json => write!(f, "JSON"),
-            Encoding::Html { protocol } => write!(f, "_memory_viz HTML (pickle protocol {protocol})"),
+            Encoding::Html { protocol } => {
+                write!(f, "_memory_viz HTML (pickle protocol {protocol})")
+            }
         }
     }
 }
@@ -45,9 +51,9 @@ pub fn sniff(bytes: &[u8]) -> Result<Sniff, DecodeError> {
     match first {
         None if bytes.is_empty() => Err(DecodeError::Empty),
         None => Err(DecodeError::NotASnapshot("only whitespace".into())),
-        Some(0x1f) if bytes.get(1) == Some(&0x8b) => {
-            Err(DecodeError::NotASnapshot("gzip-compressed file: decompress it first (gunzip)".into()))
-        }
+        Some(0x1f) if bytes.get(1) == Some(&0x8b) => Err(DecodeError::NotASnapshot(
+            "gzip-compressed file: decompress it first (gunzip)".into(),
+        )),
         Some(b'{') | Some(b'[') => Ok(Sniff::Json),
         Some(b'<') => Ok(Sniff::Html),
         Some(0xef) if bytes.starts_with(&[0xef, 0xbb, 0xbf]) => sniff(&bytes[3..]),

@@ -131,7 +131,11 @@ fn le_i64(b: &[u8]) -> i64 {
     if b.is_empty() {
         return 0;
     }
-    let mut buf = if b[b.len() - 1] & 0x80 != 0 { [0xffu8; 8] } else { [0u8; 8] };
+    let mut buf = if b[b.len() - 1] & 0x80 != 0 {
+        [0xffu8; 8]
+    } else {
+        [0u8; 8]
+    };
     buf[..b.len()].copy_from_slice(b);
     i64::from_le_bytes(buf)
 }
@@ -183,7 +187,10 @@ impl PickleMachine {
     }
 
     fn malformed(&self, at: u64, what: impl Into<String>) -> DecodeError {
-        DecodeError::Malformed { offset: at, what: what.into() }
+        DecodeError::Malformed {
+            offset: at,
+            what: what.into(),
+        }
     }
 
     fn pop(&mut self, at: u64, op: u8) -> Result<Val, DecodeError> {
@@ -191,7 +198,9 @@ impl PickleMachine {
         if self.stack.len() <= floor {
             return Err(self.malformed(at, format!("{} on an empty stack", opcode_name(op))));
         }
-        self.stack.pop().ok_or_else(|| self.malformed(at, "stack underflow"))
+        self.stack
+            .pop()
+            .ok_or_else(|| self.malformed(at, "stack underflow"))
     }
 
     fn pop_mark(&mut self, at: u64, op: u8) -> Result<usize, DecodeError> {
@@ -203,7 +212,11 @@ impl PickleMachine {
     fn memo_get(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
         let v = match self.memo.get(key as usize) {
             Some(v) => *v,
-            None => self.memo_sparse.get(&key).copied().ok_or(DecodeError::MissingMemo { key, offset: at })?,
+            None => self
+                .memo_sparse
+                .get(&key)
+                .copied()
+                .ok_or(DecodeError::MissingMemo { key, offset: at })?,
         };
         self.unfresh(v);
         Ok(v)
@@ -226,7 +239,9 @@ impl PickleMachine {
         if n.0 != f.node || self.arena.nodes.len() != f.node as usize + 1 {
             return;
         }
-        let Some(&Node::Row(r)) = self.arena.nodes.last() else { return };
+        let Some(&Node::Row(r)) = self.arena.nodes.last() else {
+            return;
+        };
         self.arena.nodes.pop();
         self.fresh = None;
         if let Some(slot) = self.stack.get_mut(stack_pos) {
@@ -274,7 +289,10 @@ impl PickleMachine {
         if self.stack.len() <= floor {
             return Err(self.malformed(at, format!("{} on an empty stack", opcode_name(op))));
         }
-        self.stack.last().copied().ok_or_else(|| self.malformed(at, "empty stack"))
+        self.stack
+            .last()
+            .copied()
+            .ok_or_else(|| self.malformed(at, "empty stack"))
     }
 
     /// Runs opcodes over `buf` (whose first byte is at absolute offset [`Self::offset`]).
@@ -296,7 +314,10 @@ impl PickleMachine {
                     if let Some(total) = self.total_len {
                         if (base + pos as u64).saturating_add(n) > total {
                             if n > 8 {
-                                return Err(DecodeError::AbsurdLength { len: n, offset: base + $start as u64 });
+                                return Err(DecodeError::AbsurdLength {
+                                    len: n,
+                                    offset: base + $start as u64,
+                                });
                             }
                             return Err(DecodeError::Truncated {
                                 offset: base + buf.len() as u64,
@@ -305,7 +326,10 @@ impl PickleMachine {
                         }
                     }
                     if eof {
-                        return Err(DecodeError::Truncated { offset: base + buf.len() as u64, opcode: opcode_name($op) });
+                        return Err(DecodeError::Truncated {
+                            offset: base + buf.len() as u64,
+                            opcode: opcode_name($op),
+                        });
                     }
                     self.offset = base + $start as u64;
                     return Ok(Progress::NeedMore($start));
@@ -349,7 +373,10 @@ impl PickleMachine {
                 0x80 => {
                     let p = need!(start, 1, op)[0];
                     if p > 5 {
-                        return Err(DecodeError::UnsupportedProtocol { protocol: p, offset: at });
+                        return Err(DecodeError::UnsupportedProtocol {
+                            protocol: p,
+                            offset: at,
+                        });
                     }
                     self.protocol = p;
                 }
@@ -365,7 +392,10 @@ impl PickleMachine {
                 }
                 b'}' => {
                     let v = self.arena.push(Node::Dict(Vec::new()));
-                    self.fresh = Some(Fresh { node: self.arena.nodes.len() as u32 - 1, memo_slot: None });
+                    self.fresh = Some(Fresh {
+                        node: self.arena.nodes.len() as u32 - 1,
+                        memo_slot: None,
+                    });
                     self.stack.push(v);
                 }
                 b']' => {
@@ -457,7 +487,8 @@ impl PickleMachine {
                 }
                 b'S' => {
                     let l = line!(start, op);
-                    let s = unquote_py_string(l).ok_or_else(|| self.malformed(at, "bad STRING literal"))?;
+                    let s = unquote_py_string(l)
+                        .ok_or_else(|| self.malformed(at, "bad STRING literal"))?;
                     let id = self.arena.strings.intern_bytes(&s);
                     self.stack.push(Val::Str(id));
                 }
@@ -487,11 +518,13 @@ impl PickleMachine {
                 }
                 b'M' => {
                     let b = need!(start, 2, op);
-                    self.stack.push(Val::Int(u16::from_le_bytes([b[0], b[1]]) as i64));
+                    self.stack
+                        .push(Val::Int(u16::from_le_bytes([b[0], b[1]]) as i64));
                 }
                 b'J' => {
                     let b = need!(start, 4, op);
-                    self.stack.push(Val::Int(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64));
+                    self.stack
+                        .push(Val::Int(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64));
                 }
                 0x8a => {
                     let n = need!(start, 1, op)[0] as usize;
@@ -514,14 +547,18 @@ impl PickleMachine {
                     let v = match l {
                         b"01" => Val::Bool(true),
                         b"00" => Val::Bool(false),
-                        _ => self.parse_text_int(l).ok_or_else(|| self.malformed(at, "bad INT literal"))?,
+                        _ => self
+                            .parse_text_int(l)
+                            .ok_or_else(|| self.malformed(at, "bad INT literal"))?,
                     };
                     self.stack.push(v);
                 }
                 b'L' => {
                     let l = line!(start, op);
                     let l = l.strip_suffix(b"L").unwrap_or(l);
-                    let v = self.parse_text_int(l).ok_or_else(|| self.malformed(at, "bad LONG literal"))?;
+                    let v = self
+                        .parse_text_int(l)
+                        .ok_or_else(|| self.malformed(at, "bad LONG literal"))?;
                     self.stack.push(v);
                 }
                 b'F' => {
@@ -543,7 +580,9 @@ impl PickleMachine {
                 b'a' => {
                     let item = self.pop(at, op)?;
                     let list = self.top(at, op)?;
-                    self.arena.list_extend(list, &[item]).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .list_extend(list, &[item])
+                        .map_err(|e| self.malformed(at, e))?;
                 }
                 b'e' => {
                     let m = self.pop_mark(at, op)?;
@@ -551,7 +590,9 @@ impl PickleMachine {
                         return Err(self.malformed(at, "APPENDS without a list"));
                     }
                     let list = self.stack[m - 1];
-                    self.arena.list_extend(list, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .list_extend(list, &self.stack[m..])
+                        .map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                 }
                 0x90 => {
@@ -561,7 +602,9 @@ impl PickleMachine {
                         return Err(self.malformed(at, "ADDITEMS without a set"));
                     }
                     let set = self.stack[m - 1];
-                    self.arena.list_extend(set, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .list_extend(set, &self.stack[m..])
+                        .map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                 }
                 0x8f => {
@@ -572,7 +615,9 @@ impl PickleMachine {
                     let m = self.pop_mark(at, op)?;
                     let items: Vec<Val> = self.stack.drain(m.min(self.stack.len())..).collect();
                     let v = self.arena.push(Node::List(Vec::new()));
-                    self.arena.list_extend(v, &items).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .list_extend(v, &items)
+                        .map_err(|e| self.malformed(at, e))?;
                     self.stack.push(v);
                 }
                 b't' => {
@@ -585,7 +630,9 @@ impl PickleMachine {
                     let n = (op - 0x84) as usize;
                     let floor = self.marks.last().copied().unwrap_or(0);
                     if self.stack.len() < floor + n {
-                        return Err(self.malformed(at, format!("{} on a short stack", opcode_name(op))));
+                        return Err(
+                            self.malformed(at, format!("{} on a short stack", opcode_name(op)))
+                        );
                     }
                     let items: Box<[Val]> = self.stack.drain(self.stack.len() - n..).collect();
                     let v = self.arena.push(Node::Tuple(items));
@@ -598,14 +645,18 @@ impl PickleMachine {
                         return Err(self.malformed(at, "DICT with an odd number of items"));
                     }
                     let v = self.arena.push(Node::Dict(Vec::new()));
-                    self.arena.dict_set_items(v, &kv).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .dict_set_items(v, &kv)
+                        .map_err(|e| self.malformed(at, e))?;
                     self.stack.push(v);
                 }
                 b's' => {
                     let value = self.pop(at, op)?;
                     let key = self.pop(at, op)?;
                     let dict = self.top(at, op)?;
-                    self.arena.dict_set_items(dict, &[key, value]).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .dict_set_items(dict, &[key, value])
+                        .map_err(|e| self.malformed(at, e))?;
                     let pos = self.stack.len() - 1;
                     self.settle_row(dict, pos);
                 }
@@ -618,7 +669,9 @@ impl PickleMachine {
                         return Err(self.malformed(at, "SETITEMS with an odd number of items"));
                     }
                     let dict = self.stack[m - 1];
-                    self.arena.dict_set_items(dict, &self.stack[m..]).map_err(|e| self.malformed(at, e))?;
+                    self.arena
+                        .dict_set_items(dict, &self.stack[m..])
+                        .map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
                     self.settle_row(dict, m - 1);
                 }
@@ -638,11 +691,20 @@ impl PickleMachine {
                     self.unfresh(v);
                     self.stack.push(v);
                 }
-                b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' | b'P' | b'Q' | 0x82 | 0x83 | 0x84
-                | 0x97 | 0x98 => {
-                    return Err(DecodeError::RefusedOpcode { name: opcode_name(op), opcode: op, offset: at });
+                b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' | b'P' | b'Q' | 0x82
+                | 0x83 | 0x84 | 0x97 | 0x98 => {
+                    return Err(DecodeError::RefusedOpcode {
+                        name: opcode_name(op),
+                        opcode: op,
+                        offset: at,
+                    });
                 }
-                _ => return Err(DecodeError::UnknownOpcode { opcode: op, offset: at }),
+                _ => {
+                    return Err(DecodeError::UnknownOpcode {
+                        opcode: op,
+                        offset: at,
+                    })
+                }
             }
         }
     }
@@ -673,7 +735,10 @@ impl PickleMachine {
             return Some(Val::Int(i));
         }
         let i = s.parse::<i128>().ok()?;
-        Some(self.arena.push(Node::BigInt(i.to_le_bytes().to_vec().into_boxed_slice())))
+        Some(
+            self.arena
+                .push(Node::BigInt(i.to_le_bytes().to_vec().into_boxed_slice())),
+        )
     }
 }
 
@@ -689,7 +754,11 @@ fn unescape_raw_unicode(l: &[u8]) -> String {
         if l[i] == b'\\' && i + 1 < l.len() && (l[i + 1] == b'u' || l[i + 1] == b'U') {
             let w = if l[i + 1] == b'u' { 4 } else { 8 };
             if let Some(hex) = l.get(i + 2..i + 2 + w) {
-                if let Some(c) = std::str::from_utf8(hex).ok().and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32) {
+                if let Some(c) = std::str::from_utf8(hex)
+                    .ok()
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    .and_then(char::from_u32)
+                {
                     out.push(c);
                     i += 2 + w;
                     continue;

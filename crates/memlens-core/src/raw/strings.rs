@@ -21,7 +21,10 @@ pub struct StringTable {
 
 impl Default for StringTable {
     fn default() -> Self {
-        let mut t = StringTable { strings: Vec::new(), index: FxHashMap::default() };
+        let mut t = StringTable {
+            strings: Vec::new(),
+            index: FxHashMap::default(),
+        };
         t.intern("");
         t
     }

@@ -38,7 +38,10 @@ pub enum Node {
     BigInt(Box<[u8]>),
     Bytes(Box<[u8]>),
     /// A list whose items are the trace rows `start..end`, in order.
-    RowRange { start: u32, end: u32 },
+    RowRange {
+        start: u32,
+        end: u32,
+    },
     /// A dict that became trace row `RowId` (see module doc).
     Row(RowId),
     /// A `frames` list, interned (see `raw::intern`).
@@ -185,7 +188,11 @@ impl Default for Arena {
     fn default() -> Self {
         let mut strings = StringTable::default();
         let keys = Keys::new(&mut strings);
-        let frame_keys = super::intern::FrameKeys { filename: keys.filename, line: keys.line, name: keys.name };
+        let frame_keys = super::intern::FrameKeys {
+            filename: keys.filename,
+            line: keys.line,
+            name: keys.name,
+        };
         Arena {
             nodes: Vec::new(),
             strings,
@@ -225,7 +232,9 @@ impl Arena {
 
     /// APPEND/APPENDS. `Err` with a description when `list` is not a list.
     pub fn list_extend(&mut self, list: Val, items: &[Val]) -> Result<(), &'static str> {
-        let Val::Node(NodeId(li)) = list else { return Err("APPEND to a value that is not a list") };
+        let Val::Node(NodeId(li)) = list else {
+            return Err("APPEND to a value that is not a list");
+        };
         let li = li as usize;
         // A list that already holds something other than rows (frames lists, mostly) stays a
         // plain list: no per-item row check. `normalize` still finds rows in it via `row_of`.
@@ -242,12 +251,17 @@ impl Arena {
         }
         for &item in items {
             let row = self.row_of(item);
-            let Some(node) = self.nodes.get_mut(li) else { return Err("APPEND to a missing list") };
+            let Some(node) = self.nodes.get_mut(li) else {
+                return Err("APPEND to a missing list");
+            };
             match node {
                 Node::List(v) => {
                     if v.is_empty() {
                         if let Some(r) = row {
-                            *node = Node::RowRange { start: r.0, end: r.0 + 1 };
+                            *node = Node::RowRange {
+                                start: r.0,
+                                end: r.0 + 1,
+                            };
                             continue;
                         }
                     }
@@ -270,13 +284,17 @@ impl Arena {
 
     /// SETITEM/SETITEMS with `kv` = key, value, key, value, ...
     pub fn dict_set_items(&mut self, dict: Val, kv: &[Val]) -> Result<(), &'static str> {
-        let Val::Node(NodeId(di)) = dict else { return Err("SETITEM on a value that is not a dict") };
+        let Val::Node(NodeId(di)) = dict else {
+            return Err("SETITEM on a value that is not a dict");
+        };
         let di = di as usize;
         let action = self.keys.action;
         match self.nodes.get(di) {
             Some(Node::Dict(items)) => {
                 let is_entry = items.is_empty()
-                    && kv.chunks_exact(2).any(|p| p[0] == Val::Str(action) && matches!(p[1], Val::Str(_)));
+                    && kv
+                        .chunks_exact(2)
+                        .any(|p| p[0] == Val::Str(action) && matches!(p[1], Val::Str(_)));
                 if is_entry {
                     let r = self.rows.push_default();
                     self.apply_row(r, kv);
@@ -303,7 +321,9 @@ impl Arena {
             return;
         }
         for p in kv.chunks_exact(2) {
-            let (Val::Str(key), v) = (p[0], p[1]) else { continue };
+            let (Val::Str(key), v) = (p[0], p[1]) else {
+                continue;
+            };
             // Known keys were interned first, in `Keys::new` order, so the id names the field.
             match key.0 {
                 KEY_ACTION => {
@@ -414,7 +434,11 @@ impl Arena {
     pub fn get(&self, dict: Val, key: &str) -> Option<Val> {
         let id = self.strings.lookup(key)?;
         match self.node(dict)? {
-            Node::Dict(items) => items.iter().rev().find(|(k, _)| *k == Val::Str(id)).map(|(_, v)| *v),
+            Node::Dict(items) => items
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == Val::Str(id))
+                .map(|(_, v)| *v),
             _ => None,
         }
     }
