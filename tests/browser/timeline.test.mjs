@@ -345,8 +345,13 @@ test('a million allocations: first paint, redraw, hover and search timings', asy
   memlensLog.length = 0;
   await openFile(file, 120000);
   const fp = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
+  // A trace this long is first drawn from the sampled preview layout, then from the exact one.
+  assert.ok(memlensLog.some((l) => /first painted \d+ ms after it was chosen \(preview layout\)/.test(l)), memlensLog.join('\n'));
+  await page.waitForFunction(() => document.getElementById('memlens').dataset.layout === 'exact', null, { timeout: 120000 });
+  const exact = await page.evaluate(() => Number(document.getElementById('memlens').dataset.exactPaintMs));
+  assert.ok(exact >= fp, `exact layout painted at ${exact} ms, before the first paint at ${fp} ms`);
   const decoded = ((await page.textContent('.toolbar')).match(/decoded in (\d+) ms/) || [])[1];
-  console.log(`synth 1M events (${fs.statSync(file).size} bytes): first paint ${fp.toFixed(0)} ms (decode ${decoded} ms)`);
+  console.log(`synth 1M events (${fs.statSync(file).size} bytes): first paint ${fp.toFixed(0)} ms (preview layout; decode ${decoded} ms), exact layout painted at ${exact.toFixed(0)} ms`);
   for (const l of memlensLog) console.log(`  ${l}`);
   const d = await page.$eval('[data-testid=timeline-canvas]', (c) => ({ ...c.dataset }));
   console.log(`  full zoom-out draw ${d.drawMs} ms (bands ${d.renderMs} ms, of which canvas calls ${d.paintMs} ms): ${d.bands} bands drawn one by one, ${d.rects} rects`);
