@@ -98,7 +98,11 @@ impl Loader {
                     .result()
                     .ok_or(DecodeError::NoStop { offset: m.offset() })?;
                 let protocol = m.protocol;
-                normalize(m.arena, top, Encoding::Pickle { protocol })
+                // The memo and the stack go before the model is built, so that (in wasm, where
+                // memory never shrinks) the model's allocations reuse their space.
+                let arena = std::mem::take(&mut m.arena);
+                drop(m);
+                normalize(arena, top, Encoding::Pickle { protocol })
             }
         }
     }

@@ -311,7 +311,8 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
             .map(|v| row_list(&a, v, "host_traces", &mut warnings))
     };
 
-    let rows = std::mem::take(&mut a.rows);
+    let mut rows = std::mem::take(&mut a.rows);
+    rows.shrink_to_fit();
     if rows.odd_values > 0 {
         warnings.push(format!(
             "{} trace entry fields had values of the wrong type or sign (read as 0)",

@@ -159,6 +159,36 @@ impl TraceRows {
         self.user_metadata.reserve(n);
     }
 
+    /// Rows the columns hold without growing.
+    pub fn capacity(&self) -> usize {
+        self.action.capacity()
+    }
+
+    /// Room for exactly `n` more rows in every column, where memory allows (otherwise the
+    /// columns simply grow as rows come).
+    pub fn reserve_exact(&mut self, n: usize) {
+        let _ = self.action.try_reserve_exact(n).is_ok()
+            && self.addr.try_reserve_exact(n).is_ok()
+            && self.size_bytes.try_reserve_exact(n).is_ok()
+            && self.stream.try_reserve_exact(n).is_ok()
+            && self.time_us.try_reserve_exact(n).is_ok()
+            && self.stack.try_reserve_exact(n).is_ok()
+            && self.compile_context.try_reserve_exact(n).is_ok()
+            && self.user_metadata.try_reserve_exact(n).is_ok();
+    }
+
+    /// Gives back the capacity reserved from the file size and not used.
+    pub fn shrink_to_fit(&mut self) {
+        self.action.shrink_to_fit();
+        self.addr.shrink_to_fit();
+        self.size_bytes.shrink_to_fit();
+        self.stream.shrink_to_fit();
+        self.time_us.shrink_to_fit();
+        self.stack.shrink_to_fit();
+        self.compile_context.shrink_to_fit();
+        self.user_metadata.shrink_to_fit();
+    }
+
     fn push_default(&mut self) -> u32 {
         let r = self.action.len() as u32;
         self.action.push(StrId::EMPTY);
