@@ -3,6 +3,8 @@
 //! hit tests, and stack search. Prints numbers; asserts nothing.
 //!
 //! `cargo run --release -p memlens-core --example layout_bench -- FILE [DEVICE]`
+//! (`ONLY_COMPLETE=1`: only time turning the preview layout into the exact one, as the viewer's
+//! worker does after the first frame.)
 
 use memlens_core::layout::search::{AddressLabels, Matches, SearchIndex, SearchQuery};
 use memlens_core::layout::{
@@ -51,6 +53,13 @@ fn main() {
         None => snap.default_device().unwrap_or(0),
     };
     println!("{path} device {device}: decode {load:.2?}");
+    if std::env::var("ONLY_COMPLETE").is_ok() {
+        let mut p = TimelineLayout::build_preview(&snap, device, TimelineKind::Active);
+        let t = Instant::now();
+        p.complete();
+        println!("complete {:?} pieces {}", t.elapsed(), p.piece_count());
+        return;
+    }
     let t1 = Instant::now();
     let p = TimelineLayout::build_preview(&snap, device, TimelineKind::Active);
     println!(
