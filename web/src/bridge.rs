@@ -285,7 +285,14 @@ impl Bridge {
             at_ms: now_ms(),
             size_bytes: file.size(),
         });
-        self.send(&ToWorker::Open { id, name }, &[("file", file.into())]);
+        self.send(
+            &ToWorker::Open {
+                id,
+                name,
+                state_first: state_view_shown(),
+            },
+            &[("file", file.into())],
+        );
     }
 
     /// Shows `name` as loading at once, then hands the worker the blob once `bytes` gives it
@@ -314,7 +321,14 @@ impl Bridge {
                 return;
             }
             match r {
-                Ok(blob) => port.send(&ToWorker::Open { id, name }, &[("file", blob.into())]),
+                Ok(blob) => port.send(
+                    &ToWorker::Open {
+                        id,
+                        name,
+                        state_first: state_view_shown(),
+                    },
+                    &[("file", blob.into())],
+                ),
                 Err(message) => dispatch.dispatch(Action::Failed { id, message }),
             }
         });
@@ -400,4 +414,15 @@ impl Drop for Bridge {
     fn drop(&mut self) {
         self.port.worker.terminate();
     }
+}
+
+/// Whether the page shows the Allocator State History (the URL hash holds the view).
+fn state_view_shown() -> bool {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .is_some_and(|h| {
+            h.trim_start_matches('#')
+                .split('&')
+                .any(|kv| kv == "view=state")
+        })
 }

@@ -14,6 +14,10 @@ pub enum ToWorker {
     Open {
         id: u32,
         name: String,
+        /// The page shows the Allocator State History (its URL hash says `view=state`): build
+        /// the state history before the exact timeline layout.
+        #[serde(default)]
+        state_first: bool,
     },
     Cancel {
         id: u32,

@@ -123,7 +123,9 @@ fn handle(state: &Shared, data: JsValue) {
         }
     };
     match msg {
-        ToWorker::Open { id, .. } => {
+        ToWorker::Open {
+            id, state_first, ..
+        } => {
             let file = wire::field(&data, "file");
             let url = wire::field(&data, "url").as_string();
             let st = state.clone();
@@ -138,7 +140,7 @@ fn handle(state: &Shared, data: JsValue) {
                     return;
                 }
                 match res {
-                    Ok((snap, bytes)) => loaded(&st, id, snap, bytes, now_ms() - t0),
+                    Ok((snap, bytes)) => loaded(&st, id, snap, bytes, now_ms() - t0, state_first),
                     Err(message) => post(&FromWorker::Failed { id, message }, &[], None),
                 }
             });
@@ -321,7 +323,7 @@ async fn yield_now() {
     let _ = JsFuture::from(p).await;
 }
 
-fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
+fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64, state_first: bool) {
     let stats = memlens_core::snapshot_stats(&snap);
     let devices: Vec<Summary> = stats
         .devices
@@ -363,45 +365,48 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64) {
     );
     post(&FromWorker::Loaded { id, info }, &[], None);
     // The first view needs this layout anyway: send it without waiting to be asked, a preview
-    // first when the trace is long, then (after answering what the page asked meanwhile) the
-    // exact one.
+    // first when the trace is long; then, once the messages queued meanwhile are answered, the
+    // exact layout. The allocator state history is built first when the page shows it, last
+    // otherwise.
     if let Some(d) = default_device {
+        if state_first {
+            // The page's first requests will be for the state history: have it ready.
+            prebuild_state(st, id, d);
+        }
         send_layout_as(st, id, d, TimelineKind::Active, true);
-        complete_layout(st, id, d, TimelineKind::Active);
-        prebuild_state(st, id, d);
+        let st = st.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            yield_now().await;
+            complete_layout(&st, id, d, TimelineKind::Active);
+            if !state_first {
+                yield_now().await;
+                prebuild_state(&st, id, d);
+            }
+        });
     }
 }
 
-/// Ships the exact layout in place of a preview, once the queued messages have been answered.
+/// Ships the exact layout in place of a preview, if one was sent.
 fn complete_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
-    let st = st.clone();
-    wasm_bindgen_futures::spawn_local(async move {
-        yield_now().await;
-        let pending = st
-            .borrow()
-            .files
-            .get(&id)
-            .and_then(|f| f.layouts.get(&(device, kind)))
-            .is_some_and(|l| l.is_preview());
-        if pending {
-            send_layout(&st, id, device, kind);
-        }
-    });
+    let pending = st
+        .borrow()
+        .files
+        .get(&id)
+        .and_then(|f| f.layouts.get(&(device, kind)))
+        .is_some_and(|l| l.is_preview());
+    if pending {
+        send_layout(st, id, device, kind);
+    }
 }
 
-/// Builds the default device's allocator state history and event list once the queued
-/// messages have been answered, so that opening the Allocator State History costs no build.
+/// Builds the device's allocator state history and event list, so that opening the Allocator
+/// State History costs no build.
 fn prebuild_state(st: &Shared, id: u32, device: u32) {
-    let st = st.clone();
-    wasm_bindgen_futures::spawn_local(async move {
-        yield_now().await;
-        if let Some(f) = st.borrow_mut().files.get_mut(&id) {
-            f.state.prebuild(&f.snap, device);
-        }
-    });
+    if let Some(f) = st.borrow_mut().files.get_mut(&id) {
+        f.state.prebuild(&f.snap, device);
+    }
 }
 
-/// The layout whose elements searches and stack lookups use (a preview's are the same).
 fn layout_for(f: &mut Ready, device: u32, kind: TimelineKind) -> &TimelineLayout {
     let snap = &f.snap;
     f.layouts
