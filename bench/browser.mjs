@@ -11,6 +11,7 @@
 //   draw_ms        median and worst canvas redraw (the canvas's own data-draw-log) over 20
 //                  wheel zooms and drag pans,
 //   frame_ms       median and worst time from such an event to the next frame.
+// BENCH_VIEW=state: instead, file chosen → first state painted in the Allocator State History.
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS)
 import path from 'node:path';
@@ -46,6 +47,27 @@ function memoryMB() {
 }
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 2000);
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+if (process.env.BENCH_VIEW === 'state') {
+  // The Allocator State History opened first (view=state in the hash): file chosen → the state
+  // view has painted a state (its data-painted-event), timed from here with 5 ms polling.
+  console.log(['input', 'MB', 'decode_ms', 'state_paint_ms'].join('\t'));
+  for (const f of files) {
+    const page = await context.newPage();
+    await page.goto(base + '#view=state');
+    await page.waitForSelector('#memlens[data-state=empty]');
+    await page.waitForTimeout(IDLE_MS);
+    const t0 = Date.now();
+    await page.setInputFiles('[data-testid=file-input]', f);
+    await page.waitForFunction(() => !!document.querySelector('[data-testid=state-view]')?.dataset.paintedEvent, null, { timeout: 600000, polling: 5 });
+    const ms = Date.now() - t0;
+    const m = /decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText));
+    console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), m ? m[1] : '?', ms].join('\t'));
+    await page.close();
+  }
+  await context.close();
+  server.close();
+  process.exit(0);
+}
 console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'exact_ms', 'model_MB', 'tab_MB', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
 for (const f of files) {
   const page = await context.newPage();
