@@ -125,19 +125,19 @@ fn opcode_name(op: u8) -> &'static str {
     }
 }
 
-/// Sign-extends little-endian two's complement bytes (≤ 8) to i64.
+/// Sign-extends little-endian two's complement bytes (≤ 8) to i64. Shifts rather than a copy
+/// into a buffer: in wasm a variable-length copy is a call to `memcpy`.
 #[inline]
 fn le_i64(b: &[u8]) -> i64 {
-    if b.is_empty() {
-        return 0;
+    let n = b.len().min(8);
+    let mut v = 0u64;
+    for (i, &x) in b.iter().take(8).enumerate() {
+        v |= (x as u64) << (8 * i);
     }
-    let mut buf = if b[b.len() - 1] & 0x80 != 0 {
-        [0xffu8; 8]
-    } else {
-        [0u8; 8]
-    };
-    buf[..b.len()].copy_from_slice(b);
-    i64::from_le_bytes(buf)
+    if n > 0 && n < 8 && b[n - 1] & 0x80 != 0 {
+        v |= u64::MAX << (8 * n);
+    }
+    v as i64
 }
 
 impl PickleMachine {
@@ -232,6 +232,7 @@ impl PickleMachine {
             .ok_or_else(|| self.malformed(at, format!("{} without a MARK", opcode_name(op))))
     }
 
+    #[inline]
     fn memo_get(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
         let v = match self.memo.get(key as usize) {
             Some(v) => *v,
@@ -832,4 +833,32 @@ fn unquote_py_string(l: &[u8]) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::le_i64;
+
+    #[test]
+    fn little_endian_ints_sign_extend_like_python() {
+        // int.from_bytes(b, 'little', signed=True), as pickle's LONG1 means it.
+        let cases: &[(&[u8], i64)] = &[
+            (&[], 0),
+            (&[0x7f], 127),
+            (&[0x80], -128),
+            (&[0xff], -1),
+            (&[0x00, 0x80], -32768),
+            (&[0xff, 0x00], 255),
+            (
+                &[0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x87],
+                -0x78f9_fafb_fcfd_ff,
+            ),
+            (&[0xff; 8], -1),
+            (&[0, 0, 0, 0, 0, 0, 0, 0x80], i64::MIN),
+            (&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], i64::MAX),
+        ];
+        for &(b, want) in cases {
+            assert_eq!(le_i64(b), want, "{b:02x?}");
+        }
+    }
 }
