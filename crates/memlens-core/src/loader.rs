@@ -119,24 +119,59 @@ fn feed(
         return Ok(());
     }
     // Common case: no leftover, run straight over the chunk and keep only its unread end.
-    let progress = if tail.is_empty() {
-        let p = m.feed(chunk, eof)?;
-        if let Progress::NeedMore(c) = p {
-            tail.extend_from_slice(chunk.get(c..).unwrap_or(&[]));
+    if tail.is_empty() {
+        return feed_direct(m, tail, done, chunk, eof);
+    }
+    // An opcode was cut at the chunk boundary: finish it with as little of the new chunk as
+    // possible (doubling), then go on straight over the rest of the chunk instead of copying all
+    // of it behind the leftover.
+    let mut from_chunk = 0usize;
+    let mut take = chunk.len().min(STITCH_BYTES);
+    loop {
+        tail.extend_from_slice(chunk.get(from_chunk..take).unwrap_or(&[]));
+        let before = tail.len() - take; // leftover bytes in front of chunk[0]
+        from_chunk = take;
+        let last = take == chunk.len();
+        match m.feed(tail, eof && last)? {
+            Progress::Done(_) => {
+                *done = true;
+                tail.clear();
+                tail.shrink_to_fit();
+                return Ok(());
+            }
+            Progress::NeedMore(c) if c >= before => {
+                // Past the leftover: what is unread starts inside the chunk.
+                tail.clear();
+                return feed_direct(m, tail, done, chunk.get(c - before..).unwrap_or(&[]), eof);
+            }
+            Progress::NeedMore(c) => {
+                tail.drain(..c.min(tail.len()));
+                if last {
+                    return Ok(());
+                }
+                take = (take * 2).min(chunk.len());
+            }
         }
-        p
-    } else {
-        tail.extend_from_slice(chunk);
-        let p = m.feed(tail, eof)?;
-        if let Progress::NeedMore(c) = p {
-            tail.drain(..c.min(tail.len()));
+    }
+}
+
+/// Bytes of a new chunk first put behind a leftover to finish a cut opcode.
+const STITCH_BYTES: usize = 4096;
+
+fn feed_direct(
+    m: &mut PickleMachine,
+    tail: &mut Vec<u8>,
+    done: &mut bool,
+    chunk: &[u8],
+    eof: bool,
+) -> Result<(), DecodeError> {
+    match m.feed(chunk, eof)? {
+        Progress::NeedMore(c) => tail.extend_from_slice(chunk.get(c..).unwrap_or(&[])),
+        Progress::Done(_) => {
+            *done = true;
+            tail.clear();
+            tail.shrink_to_fit();
         }
-        p
-    };
-    if let Progress::Done(_) = progress {
-        *done = true;
-        tail.clear();
-        tail.shrink_to_fit();
     }
     Ok(())
 }

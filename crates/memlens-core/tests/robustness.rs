@@ -717,3 +717,33 @@ fn streaming_in_random_chunks_equals_whole_decode() {
     assert_eq!(s.trace.len(), 2 * (1500 + 2 * 750));
     assert_eq!(s.blocks.len(), 2400);
 }
+
+/// Chunks larger than the loader's first stitch (4 KiB) with opcodes longer than that cut at
+/// their boundaries: the leftover is finished by doubling bites of the next chunk.
+#[test]
+fn long_opcodes_cut_by_large_chunks_load_the_same() {
+    let long = "x".repeat(50_000);
+    let mut text = format!("stack big {long}.py:1:f|train.py:2:step\n");
+    for i in 0..400u64 {
+        text.push_str(&format!("alloc t{i} {:#x} {}KiB frames=@big\n", 0x7f00_0000_0000u64 + i * 0x10_0000, 1 + i % 7));
+        if i % 3 == 0 {
+            text.push_str(&format!("free t{i}\n"));
+        }
+    }
+    let bytes = match memlens_core::fixture::build(&text) {
+        Ok(b) => b,
+        Err(e) => panic!("fixture: {e}"),
+    };
+    let whole = match memlens_core::load(&bytes) {
+        Ok(s) => fingerprint(&s),
+        Err(e) => panic!("whole load: {e}"),
+    };
+    for chunk in [4095, 4097, 6000, 20_000, 70_000] {
+        for total in [None, Some(bytes.len() as u64)] {
+            match loader_chunks(&bytes, total, || chunk) {
+                Ok(s) => assert_eq!(fingerprint(&s), whole, "chunks of {chunk}"),
+                Err(e) => panic!("chunks of {chunk}: {e}"),
+            }
+        }
+    }
+}
