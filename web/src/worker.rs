@@ -16,9 +16,13 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent, Response, WorkerGlobalScope};
 
-/// Bytes read and decoded between two progress messages (and two chances to cancel). 16 MiB:
-/// on a 197 MB file, 4 MiB reads left the worker waiting ~320 ms in all, 16 MiB ~220 ms.
-const CHUNK_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
+/// Bytes read and decoded between two progress messages (and two chances to cancel): an eighth
+/// of the file, between 1 and 16 MiB. Large chunks keep the worker from waiting on reads (a
+/// 197 MB file: ~320 ms of waiting with 4 MiB, ~220 ms with 16 MiB); small files keep a small
+/// buffer (wasm memory never shrinks: it is part of what the model costs the tab).
+fn chunk_bytes(total: f64) -> f64 {
+    (total / 8.0).clamp(1024.0 * 1024.0, 16.0 * 1024.0 * 1024.0).floor()
+}
 /// File reads in flight while a chunk is decoded.
 const READS_AHEAD: usize = 3;
 
@@ -228,7 +232,7 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
             |_: JsValue| {},
         )));
     let read = |off: f64| -> Result<(js_sys::Promise, f64), String> {
-        let end = (off + CHUNK_BYTES).min(total);
+        let end = (off + chunk_bytes(total)).min(total);
         let part = blob
             .slice_with_f64_and_f64(off, end)
             .map_err(|e| format!("cannot read the file: {e:?}"))?;
@@ -300,7 +304,7 @@ async fn read_url(st: &Shared, id: u32, url: &str) -> Result<(Snapshot, u64), St
         if is_cancelled(st, id) {
             return Err("cancelled".into());
         }
-        let end = (off as f64 + CHUNK_BYTES).min(total) as u32;
+        let end = (off as f64 + chunk_bytes(total)).min(total) as u32;
         let part = arr.subarray(off, end);
         buf.resize(part.length() as usize, 0);
         part.copy_to(&mut buf);
