@@ -223,8 +223,8 @@ pub fn app() -> Html {
         Callback::from(move |_| {
             if let Some(f) = s.current_file() {
                 let preview = s.current_layout().map(|l| l.0.is_preview());
+                let ms = now_ms() - f.opened_ms;
                 if f.first_paint_ms.is_none() && preview.is_some() {
-                    let ms = now_ms() - f.opened_ms;
                     web_sys::console::log_1(
                         &format!(
                             "memlens: {} first painted {ms:.0} ms after it was chosen{}",
@@ -240,7 +240,6 @@ pub fn app() -> Html {
                     s.dispatch(Action::FirstPaint { id: f.id, ms });
                 }
                 if f.exact_paint_ms.is_none() && preview == Some(false) {
-                    let ms = now_ms() - f.opened_ms;
                     if f.first_paint_ms.is_some() {
                         web_sys::console::log_1(
                             &format!("memlens: {} painted from the exact layout {ms:.0} ms after it was chosen", f.name).into(),

@@ -21,7 +21,9 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent, Response, WorkerGl
 /// 197 MB file: ~320 ms of waiting with 4 MiB, ~220 ms with 16 MiB); small files keep a small
 /// buffer (wasm memory never shrinks: it is part of what the model costs the tab).
 fn chunk_bytes(total: f64) -> f64 {
-    (total / 8.0).clamp(1024.0 * 1024.0, 16.0 * 1024.0 * 1024.0).floor()
+    (total / 8.0)
+        .clamp(1024.0 * 1024.0, 16.0 * 1024.0 * 1024.0)
+        .floor()
 }
 /// File reads in flight while a chunk is decoded.
 const READS_AHEAD: usize = 3;
@@ -222,11 +224,11 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
     let total = blob.size();
     let mut loader = Loader::new(Some(total as u64));
     let mut buf: Vec<u8> = Vec::new();
-    // The browser reads the next chunks while this one is decoded (READS_AHEAD in flight): the
-    // reads' latency no longer adds up chunk after chunk.
-    // A read still in flight when the load stops (cancelled, or a bad chunk) may fail later (the
-    // file went away): that is no error of the page's, so every read gets a handler that ignores
-    // it (one closure per file, leaked: it must outlive reads that settle after this returns).
+    // The browser reads the next chunks while this one is decoded (READS_AHEAD in flight), so the
+    // reads' latency no longer adds up chunk after chunk. A read still in flight when the load
+    // stops (cancelled, or a bad chunk) may fail later (the file went away): no error of the
+    // page's, so every read gets a handler that ignores it (one closure per file, leaked: it must
+    // outlive reads that settle after this returns).
     let ignore: &'static Closure<dyn FnMut(JsValue)> =
         Box::leak(Box::new(Closure::<dyn FnMut(JsValue)>::new(
             |_: JsValue| {},
@@ -429,11 +431,27 @@ fn prebuild_state(st: &Shared, id: u32, device: u32) {
     }
 }
 
+/// The layout whose elements searches and stack lookups use (a preview's are the same).
 fn layout_for(f: &mut Ready, device: u32, kind: TimelineKind) -> &TimelineLayout {
+    layout_entry(f, device, kind, false)
+}
+
+/// The file's layout for (device, kind), built on first use: the exact one, or with `preview`
+/// a `TimelineLayout::build_preview`.
+fn layout_entry(
+    f: &mut Ready,
+    device: u32,
+    kind: TimelineKind,
+    preview: bool,
+) -> &mut TimelineLayout {
     let snap = &f.snap;
-    f.layouts
-        .entry((device, kind))
-        .or_insert_with(|| TimelineLayout::build(snap, device, kind))
+    f.layouts.entry((device, kind)).or_insert_with(|| {
+        if preview {
+            TimelineLayout::build_preview(snap, device, kind)
+        } else {
+            TimelineLayout::build(snap, device, kind)
+        }
+    })
 }
 
 fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
@@ -456,14 +474,7 @@ fn send_layout_as(st: &Shared, id: u32, device: u32, kind: TimelineKind, preview
         f.layouts.remove(&(device, kind));
     }
     let t0 = now_ms();
-    let snap = &f.snap;
-    let l = f.layouts.entry((device, kind)).or_insert_with(|| {
-        if preview {
-            TimelineLayout::build_preview(snap, device, kind)
-        } else {
-            TimelineLayout::build(snap, device, kind)
-        }
-    });
+    let l = layout_entry(f, device, kind, preview);
     if !preview {
         l.complete();
     }

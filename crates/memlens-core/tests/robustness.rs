@@ -725,7 +725,11 @@ fn long_opcodes_cut_by_large_chunks_load_the_same() {
     let long = "x".repeat(50_000);
     let mut text = format!("stack big {long}.py:1:f|train.py:2:step\n");
     for i in 0..400u64 {
-        text.push_str(&format!("alloc t{i} {:#x} {}KiB frames=@big\n", 0x7f00_0000_0000u64 + i * 0x10_0000, 1 + i % 7));
+        text.push_str(&format!(
+            "alloc t{i} {:#x} {}KiB frames=@big\n",
+            0x7f00_0000_0000u64 + i * 0x10_0000,
+            1 + i % 7
+        ));
         if i % 3 == 0 {
             text.push_str(&format!("free t{i}\n"));
         }

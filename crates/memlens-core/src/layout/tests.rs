@@ -826,6 +826,22 @@ fn churn(n: usize, seed: u64) -> Vec<(&'static str, u64, u64)> {
     ev
 }
 
+/// Element `e` of a preview sits within twice its piece tolerance of the exact layout at `x`.
+fn assert_placed_as(preview: &TimelineLayout, exact: &TimelineLayout, e: usize, x: u32) {
+    let (Some(a), Some(b)) = (
+        preview.offset_at(e, x as f64 + 0.5),
+        exact.offset_at(e, x as f64 + 0.5),
+    ) else {
+        panic!("element {e} has no place at x={x}");
+    };
+    let size = exact.elements.size_bytes[e];
+    let tol = 2.0 * timeline::piece_tolerance(b as u64, size) as f64 + (b + size as f64) * 1e-6;
+    assert!(
+        (a - b).abs() <= tol,
+        "element {e} at x={x}: preview {a}, exact {b}"
+    );
+}
+
 #[test]
 fn preview_places_the_drawable_bands_as_the_exact_layout_does() {
     let s = trace(&churn(3000, 7), "");
@@ -861,18 +877,7 @@ fn preview_places_the_drawable_bands_as_the_exact_layout_does() {
         drawn += 1;
         // Under 4096 events every x is a sample point: the preview is as exact as the layout.
         for x in l.elements.start_x[e]..l.elements.end_x[e] {
-            let (Some(a), Some(b)) = (
-                p.offset_at(e, x as f64 + 0.5),
-                l.offset_at(e, x as f64 + 0.5),
-            ) else {
-                panic!("element {e} has no place at x={x}");
-            };
-            let top = b as u64 + size;
-            let tol = 2.0 * timeline::piece_tolerance(b as u64, size) as f64 + top as f64 * 1e-6;
-            assert!(
-                (a - b).abs() <= tol,
-                "element {e} at x={x}: preview {a}, exact {b}"
-            );
+            assert_placed_as(&p, &l, e, x);
         }
     }
     assert!(
@@ -909,20 +914,7 @@ fn a_long_trace_gets_a_preview_that_completes_into_the_exact_layout() {
             if x <= exact.elements.start_x[e] || x >= exact.elements.end_x[e] {
                 continue;
             }
-            let (a, b) = (
-                p.offset_at(e, x as f64 + 0.5),
-                exact.offset_at(e, x as f64 + 0.5),
-            );
-            let (Some(a), Some(b)) = (a, b) else {
-                panic!("element {e} has no place at x={x}")
-            };
-            let size = exact.elements.size_bytes[e];
-            let tol =
-                2.0 * timeline::piece_tolerance(b as u64, size) as f64 + (b + size as f64) * 1e-6;
-            assert!(
-                (a - b).abs() <= tol,
-                "element {e} at x={x}: preview {a}, exact {b}"
-            );
+            assert_placed_as(&p, &exact, e, x);
             checked += 1;
         }
     }

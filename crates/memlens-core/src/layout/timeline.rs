@@ -1123,10 +1123,12 @@ pub(super) fn stack_preview(el: &Elements, n_events: u32) -> Stacked {
             pos[s] = live.len() as u32;
             live.push((s as u32, y));
         }
-        if next_col < columns && col_x(next_col) <= x as u64 {
-            while next_col < columns && col_x(next_col) <= x as u64 {
-                next_col += 1;
-            }
+        let mut sample = false;
+        while next_col < columns && col_x(next_col) <= x as u64 {
+            next_col += 1;
+            sample = true;
+        }
+        if sample {
             for (e, last) in live.iter_mut() {
                 let ei = *e as usize;
                 let y = fen.prefix(ei);
