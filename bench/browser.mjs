@@ -53,6 +53,7 @@ if (process.env.BENCH_VIEW === 'state') {
   console.log(['input', 'MB', 'decode_ms', 'state_paint_ms'].join('\t'));
   for (const f of files) {
     const page = await context.newPage();
+    if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
     await page.goto(base + '#view=state');
     await page.waitForSelector('#memlens[data-state=empty]');
     await page.waitForTimeout(IDLE_MS);

@@ -415,6 +415,27 @@ test('a million entries: the list stays virtualized, End and seeks stay fast', a
   }
   console.log(`state view, synth 1M (${n} entries): switch ${switchMs} ms, history build ${buildMs ?? 'done after load'} ms, seek page/worker ${seeks.join(', ')} ms`);
   await page.screenshot({ path: path.join(OUT, 'state-synth-1m.png') });
+
+  // Opened straight into the state view: the last state is read from the file's segments and
+  // painted before the history is built; the history, once built, shows the same state.
+  await page.goto('about:blank');
+  await page.goto(`${base}#view=state`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitState(n - 1, 180000);
+  assert.equal(await attr('[data-testid=state-view]', 'data-state-source'), 'file');
+  const lastRef = stateRef(file, dev.device, [n - 2, n - 1]);
+  const fromFile = await stateNumbers();
+  checkNumbers(fromFile, lastRef, n - 1, '1M last state from the file');
+  await page.evaluate((h) => { location.hash = h; }, hashOf(path.basename(file), dev.device, n - 2));
+  await waitState(n - 2, 120000);
+  assert.equal(await attr('[data-testid=state-view]', 'data-state-source'), 'history');
+  checkNumbers(await stateNumbers(), lastRef, n - 2, '1M state before the last');
+  await page.evaluate((h) => { location.hash = h; }, hashOf(path.basename(file), dev.device, n - 1));
+  await waitState(n - 1);
+  assert.equal(await attr('[data-testid=state-view]', 'data-state-source'), 'history');
+  assert.deepEqual(await stateNumbers(), fromFile, 'the history\'s last state = the one read from the file');
+  assert.equal(await attr('[data-testid=event-list]', 'data-rows'), String(n));
   fs.rmSync(file, { force: true });
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(foreign, []);

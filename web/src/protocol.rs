@@ -280,6 +280,10 @@ pub struct StateMeta {
     pub seek_ms: f64,
     /// Worker time to build the history first (0 when it was built before).
     pub build_ms: f64,
+    /// The state was read straight from the file's segments (the last one, shown while the
+    /// history is not built yet), not replayed by the history.
+    #[serde(default)]
+    pub from_file: bool,
 }
 
 /// Names of the typed arrays in a `StateEvents` message.

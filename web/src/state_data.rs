@@ -387,6 +387,7 @@ impl Default for StateMeta {
             segment_pool: Vec::new(),
             seek_ms: 0.0,
             build_ms: 0.0,
+            from_file: false,
         }
     }
 }
@@ -448,6 +449,7 @@ impl StateFrame {
                 segment_pool: c.segment_pool_id,
                 seek_ms: 0.0,
                 build_ms: 0.0,
+                from_file: false,
             },
             seg_flags,
             seg_first_block,

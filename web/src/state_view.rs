@@ -114,15 +114,8 @@ pub fn use_state_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc<
             let (Some(b), Some(w), Some(k)) = (&bridge, wanted, layout_key) else {
                 return;
             };
-            if !*have_layout {
-                b.request_layout(*k);
-            }
-            if !*have_events && EVENTS_ASKED.with(|a| a.borrow_mut().insert((w.0, w.1))) {
-                b.send_state_request(&ToWorker::StateEvents {
-                    id: w.0,
-                    device: w.1,
-                });
-            }
+            // The state first (the last one is read from the file's segments at once), then
+            // the layout for the stack panel, then the list (whose reply waits for the history).
             let now = now_ms();
             if WANTED_SINCE.with(|c| c.get()).map(|(k, _, _)| k) != Some(*w) {
                 WANTED_SINCE.with(|c| c.set(Some((*w, now, false))));
@@ -137,6 +130,15 @@ pub fn use_state_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc<
                     id: w.0,
                     device: w.1,
                     event: w.2,
+                });
+            }
+            if !*have_layout {
+                b.request_layout(*k);
+            }
+            if !*have_events && EVENTS_ASKED.with(|a| a.borrow_mut().insert((w.0, w.1))) {
+                b.send_state_request(&ToWorker::StateEvents {
+                    id: w.0,
+                    device: w.1,
                 });
             }
         },
@@ -481,6 +483,8 @@ pub fn state_view(p: &Props) -> Html {
             };
             let painted = f.meta.event.map_or("none".to_string(), |e| e.to_string());
             let _ = r.set_attribute("data-painted-event", &painted);
+            let source = if f.meta.from_file { "file" } else { "history" };
+            let _ = r.set_attribute("data-state-source", source);
             let _ = r.set_attribute("data-bytes-per-row", &g.bytes_per_row.to_string());
             if f.requested == key.2 {
                 let now = now_ms();

@@ -157,24 +157,41 @@ pub fn send_state(
         id,
         device,
         requested: event,
-        meta: StateMeta {
-            event: None,
-            numbers: None,
-            segment_pool: Vec::new(),
-            seek_ms: 0.0,
-            build_ms: 0.0,
-        },
+        meta: StateMeta::default(),
     };
     let Some((snap, cache)) = file else {
         let extra: Vec<(&str, JsValue)> = Vec::new();
         post(&empty(), &extra, &Array::new());
         return;
     };
+    let n = snap.device_rows(device).len();
+    let wants_last = event.is_some_and(|e| e as usize >= n.saturating_sub(1));
+    if wants_last && !cache.devices.contains_key(&device) {
+        // The view opens on the last state: it is the file's segments, so show it now and build
+        // the history when the list (or another state) is asked for.
+        let t0 = now_ms();
+        let st = AllocatorHistory::last_state(snap, device);
+        post_frame(id, device, event, &st, now_ms() - t0, 0.0, true);
+        return;
+    }
     let h = cache.get(snap, device);
     let build_ms = std::mem::take(&mut h.unreported_build_ms);
     let t0 = now_ms();
     h.history.seek(&mut h.state, event.map(|e| e as usize));
-    let f = StateFrame::from_state(id, device, event, &h.state);
+    post_frame(id, device, event, &h.state, now_ms() - t0, build_ms, false);
+}
+
+/// Posts one state as a `State` reply.
+fn post_frame(
+    id: u32,
+    device: u32,
+    event: Option<u32>,
+    state: &State,
+    seek_ms: f64,
+    build_ms: f64,
+    from_file: bool,
+) {
+    let f = StateFrame::from_state(id, device, event, state);
     let values: [JsValue; 11] = [
         u64s(&f.seg_addr),
         u64s(&f.seg_size),
@@ -189,8 +206,9 @@ pub fn send_state(
         Uint32Array::from(f.blk_stack.as_slice()).into(),
     ];
     let meta = StateMeta {
-        seek_ms: now_ms() - t0,
+        seek_ms,
         build_ms,
+        from_file,
         ..f.meta
     };
     let transfer = transfer_of(&values);

@@ -160,7 +160,7 @@ fn handle(state: &Shared, data: JsValue) {
         ToWorker::Close { id } => {
             state.borrow_mut().files.remove(&id);
         }
-        ToWorker::Layout { id, device, kind } => send_layout(state, id, device, kind),
+        ToWorker::Layout { id, device, kind } => answer_layout(state, id, device, kind),
         ToWorker::StateEvents { id, device } => {
             let mut s = state.borrow_mut();
             let f = s.files.get_mut(&id).map(|f| (&f.snap, &mut f.state));
@@ -388,26 +388,42 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64, stat
         },
     );
     post(&FromWorker::Loaded { id, info }, &[], None);
+    let Some(d) = default_device else {
+        return;
+    };
+    if state_first {
+        // The page shows the Allocator State History: its requests (the last state first, read
+        // from the file's segments; then the timeline layout for the stack panel, then the list,
+        // which builds the history) come in the order it wants them.
+        return;
+    }
     // The first view needs this layout anyway: send it without waiting to be asked, a preview
     // first when the trace is long; then, once the messages queued meanwhile are answered, the
-    // exact layout. The allocator state history is built first when the page shows it, last
-    // otherwise.
-    if let Some(d) = default_device {
-        if state_first {
-            // The page's first requests will be for the state history: have it ready.
-            prebuild_state(st, id, d);
-        }
-        send_layout_as(st, id, d, TimelineKind::Active, true);
-        let st = st.clone();
-        wasm_bindgen_futures::spawn_local(async move {
-            yield_now().await;
-            complete_layout(&st, id, d, TimelineKind::Active);
-            if !state_first {
-                yield_now().await;
-                prebuild_state(&st, id, d);
-            }
-        });
-    }
+    // exact layout, and the allocator state history.
+    send_layout_as(st, id, d, TimelineKind::Active, true);
+    let st = st.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        yield_now().await;
+        complete_layout(&st, id, d, TimelineKind::Active);
+        yield_now().await;
+        prebuild_state(&st, id, d);
+    });
+}
+
+/// Answers a page's layout request: a preview first when the layout is not built yet and the
+/// trace is long, then (once the messages queued meanwhile are answered) the exact layout.
+fn answer_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
+    let built = st
+        .borrow()
+        .files
+        .get(&id)
+        .is_some_and(|f| f.layouts.contains_key(&(device, kind)));
+    send_layout_as(st, id, device, kind, !built);
+    let st = st.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        yield_now().await;
+        complete_layout(&st, id, device, kind);
+    });
 }
 
 /// Ships the exact layout in place of a preview, if one was sent.

@@ -244,6 +244,18 @@ fn check_device(s: &Snapshot, device: u32, every: bool, what: &str) -> (usize, O
         "{what}: replaying the ops does not meet the checkpoints"
     );
     check_final_equals_file(&h, s, device, what);
+    // The state a viewer shows before the history exists is the history's last state.
+    let quick = AllocatorHistory::last_state(s, device);
+    let built = h.state_at(Some(usize::MAX));
+    assert!(
+        quick == built,
+        "{what}: last_state differs from the history's last state"
+    );
+    assert_eq!(
+        (quick.event(), quick.columns(), quick.numbers()),
+        (built.event(), built.columns(), built.numbers()),
+        "{what}: last_state's columns or numbers differ from the history's"
+    );
     if h.diagnostics().file_fixups == 0 {
         // The last state's numbers are the file's (as `memlens stats` computes them).
         let st = device_stats(s, device);

@@ -287,6 +287,62 @@ pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
     }
 }
 
+/// The state after the device's last trace entry, read from the file's segments without the
+/// backward pass: equal to what the built history shows there (`State`'s `==`), at the cost of
+/// one backward scan of the trace that stops once every active block's `alloc` is found.
+pub(crate) fn last_state(s: &Snapshot, device: u32) -> State {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let rows = s.device_rows(device);
+    let t = &s.trace;
+    let range = rows.start as usize..rows.end as usize;
+    let (Some(actions), Some(addrs)) = (t.action.get(range.clone()), t.addr.get(range.clone()))
+    else {
+        let mut st = State::empty(id);
+        st.derived = true;
+        st.recompute();
+        return st;
+    };
+    // The pre-pass of `build` leaves, per address, the last `alloc` not followed by a
+    // `free_completed` of that address: scanning backward, the first of the two met decides.
+    let mut unresolved: rustc_hash::FxHashSet<u64> = s
+        .segments
+        .iter()
+        .filter(|g| g.device == device)
+        .flat_map(|g| s.segment_blocks(g))
+        .filter(|b| b.state.is_active())
+        .map(|b| b.address)
+        .collect();
+    let mut final_alloc: FxHashMap<u64, u32> = FxHashMap::default();
+    for (i, (&a, &addr)) in actions.iter().zip(addrs).enumerate().rev() {
+        if unresolved.is_empty() {
+            break;
+        }
+        match a {
+            Action::Alloc if unresolved.remove(&addr) => {
+                final_alloc.insert(addr, i as u32);
+            }
+            Action::FreeCompleted => {
+                unresolved.remove(&addr);
+            }
+            _ => {}
+        }
+    }
+    let mut st = final_state(s, device, id, &final_alloc, &mut Diagnostics::default());
+    st.derived = true;
+    st.recompute();
+    st.oom = match actions.last() {
+        Some(Action::Oom) => {
+            let last = rows.end.saturating_sub(1);
+            Some((
+                t.size_bytes.get(last as usize).copied().unwrap_or(0),
+                t.device_free(last),
+            ))
+        }
+        _ => None,
+    };
+    st
+}
+
 fn set<T>(v: &mut [T], i: usize, x: T) {
     if let Some(slot) = v.get_mut(i) {
         *slot = x;

@@ -796,6 +796,14 @@ impl AllocatorHistory {
         self.ooms.iter().map(|(e, _, _)| *e as usize)
     }
 
+    /// The state after the device's last trace entry, straight from the file's segments: what
+    /// `AllocatorHistory::new(s, device).state_at(Some(usize::MAX))` shows, without building the
+    /// history (one partial backward scan of the trace). A viewer shows it while the history
+    /// is built; seeking it with a history later restores that history's checkpoint.
+    pub fn last_state(s: &Snapshot, device: u32) -> State {
+        build::last_state(s, device)
+    }
+
     /// A fresh state after `event` (`None`: before the first entry; past the end: the last).
     pub fn state_at(&self, event: Option<usize>) -> State {
         let mut st = State::empty(self.id);
