@@ -13,7 +13,8 @@
 //   frame_ms       median and worst time from such an event to the next frame.
 // BENCH_VIEW=state: instead, file chosen → first state painted in the Allocator State History.
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
-// Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS)
+// Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS;
+//                                            BENCH_CONSOLE=1 prints the page's console on stderr)
 import path from 'node:path';
 import fs from 'node:fs';
 import { execSync } from 'node:child_process';
@@ -72,6 +73,7 @@ if (process.env.BENCH_VIEW === 'state') {
 console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'exact_ms', 'model_MB', 'tab_MB', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
 for (const f of files) {
   const page = await context.newPage();
+  if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
   await page.goto(base);
   await page.waitForSelector('#memlens[data-state=empty]');
   // A user takes a moment between opening the page and dropping a file; the worker uses it to

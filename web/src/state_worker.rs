@@ -6,8 +6,8 @@
 
 use crate::protocol::{FromWorker, StateMeta, STATE_ARRAYS, STATE_EVENT_ARRAYS};
 use crate::state_data::{EventColumns, StateFrame};
-use crate::wire;
-use js_sys::{Array, BigInt64Array, BigUint64Array, Reflect, Uint32Array, Uint8Array};
+use crate::wire::{self, i64s, u64s};
+use js_sys::{Array, Reflect, Uint32Array, Uint8Array};
 use memlens_core::state::{AllocatorHistory, State};
 use memlens_core::Snapshot;
 use std::collections::HashMap;
@@ -89,18 +89,6 @@ impl StateCache {
             h.history.diagnostics().warnings(),
         ));
     }
-}
-
-fn u64s(v: &[u64]) -> JsValue {
-    let a = BigUint64Array::new_with_length(v.len() as u32);
-    a.copy_from(v);
-    a.into()
-}
-
-fn i64s(v: &[i64]) -> JsValue {
-    let a = BigInt64Array::new_with_length(v.len() as u32);
-    a.copy_from(v);
-    a.into()
 }
 
 fn transfer_of(values: &[JsValue]) -> Array {

@@ -40,17 +40,14 @@ fn u32s(v: &[u32]) -> JsValue {
     Uint32Array::from(v).into()
 }
 
-/// A `BigUint64Array` copy of `v`.
+/// A `BigUint64Array` copy of `v` (one copy, no zero-filled allocation first).
 pub fn u64s(v: &[u64]) -> JsValue {
-    let a = BigUint64Array::new_with_length(v.len() as u32);
-    a.copy_from(v);
-    a.into()
+    BigUint64Array::from(v).into()
 }
 
-fn i64s(v: &[i64]) -> JsValue {
-    let a = BigInt64Array::new_with_length(v.len() as u32);
-    a.copy_from(v);
-    a.into()
+/// A `BigInt64Array` copy of `v`.
+pub fn i64s(v: &[i64]) -> JsValue {
+    BigInt64Array::from(v).into()
 }
 
 fn f32s(v: &[f32]) -> JsValue {

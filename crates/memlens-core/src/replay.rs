@@ -104,6 +104,12 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
         events: rows.len() as u32,
         ..Replay::default()
     };
+    // One allocation per `alloc` (plus the rare unmatched frees): reserved once, not doubled.
+    let allocs = t
+        .action
+        .get(rows.start as usize..rows.end as usize)
+        .map_or(0, |a| a.iter().filter(|&&x| x == Action::Alloc).count());
+    out.allocations.reserve_exact(allocs);
     // Address → index of the open allocation in `out.allocations`.
     let mut open: FxHashMap<u64, usize> = FxHashMap::default();
     // Address → (event, stack) of a `free_requested` with no open allocation.

@@ -925,3 +925,40 @@ fn a_long_trace_gets_a_preview_that_completes_into_the_exact_layout() {
     assert_eq!(p.piece_t0, exact.piece_t0);
     assert_eq!(p.piece_y0, exact.piece_y0);
 }
+
+#[test]
+fn range_maxima_match_a_scan_of_the_totals() {
+    let s = trace(&churn(1000, 7), "");
+    let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
+    let n = l.total_bytes.len();
+    assert!(n > 1000);
+    let scan = |a: usize, b: usize| l.total_bytes[a..b].iter().copied().max().unwrap_or(0);
+    // Ranges inside one block, across block edges, whole blocks and the whole trace.
+    let mut ranges = vec![
+        (0, n),
+        (0, 1),
+        (n - 1, n),
+        (3, 14),
+        (15, 17),
+        (16, 32),
+        (5, 600),
+    ];
+    let mut rng = 12345u64;
+    for _ in 0..2000 {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let a = (rng >> 33) as usize % n;
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let len = 1 + (rng >> 33) as usize % 300;
+        ranges.push((a, (a + len).min(n)));
+    }
+    for (a, b) in ranges {
+        assert_eq!(
+            l.max_total(a as f64, b as f64),
+            scan(a, b),
+            "max over {a}..{b}"
+        );
+    }
+    // Fractional and out-of-range ends are clamped to whole events.
+    assert_eq!(l.max_total(-5.0, 1e12), scan(0, n));
+    assert_eq!(l.max_total(10.5, 20.2), scan(10, 21));
+}

@@ -123,6 +123,9 @@ pub const PREVIEW_COLUMNS: u32 = 4096;
 /// full-trace plot up to this tall can draw on their own.
 pub const PREVIEW_HEIGHT_PX: u64 = 4096;
 
+/// Events per leaf of the layout's max tree ([`TimelineLayout::max_total`]).
+const MAX_BLOCK: usize = 16;
+
 /// Size classes (`floor(log2(size_bytes))`) × lifetime classes (`floor(log2(end_x - start_x))`).
 const SIZE_CLASSES: usize = 64;
 const LEN_CLASSES: usize = 32;
@@ -189,6 +192,24 @@ impl Elements {
         .iter()
         .all(|&l| l == n)
     }
+    /// Empty columns with room for exactly `n` elements (no growth while they fill: in wasm,
+    /// where memory never shrinks, every doubling would stay in the worker's footprint).
+    pub(super) fn with_capacity(n: usize) -> Elements {
+        Elements {
+            size_bytes: Vec::with_capacity(n),
+            addr: Vec::with_capacity(n),
+            version: Vec::with_capacity(n),
+            start_x: Vec::with_capacity(n),
+            end_x: Vec::with_capacity(n),
+            alloc_row: Vec::with_capacity(n),
+            free_row: Vec::with_capacity(n),
+            stream: Vec::with_capacity(n),
+            origin: Vec::with_capacity(n),
+            stack: Vec::with_capacity(n),
+            pool: Vec::with_capacity(n),
+        }
+    }
+
     pub(super) fn push(&mut self, e: Tmp) {
         self.size_bytes.push(e.size);
         self.addr.push(e.addr);
@@ -272,7 +293,8 @@ pub struct TimelineLayout {
     lod_start: Vec<u32>,
     /// Derived: every element's pieces only move down (true for upstream's stacking).
     monotone: bool,
-    /// Derived: bottom-up max tree over `total_bytes` (range maxima for y fitting).
+    /// Derived: bottom-up max tree over the maxima of `total_bytes` in blocks of
+    /// [`MAX_BLOCK`] events (range maxima for y fitting; 1/16 of a tree over every event).
     max_tree: Vec<u64>,
     /// A [`Self::build_preview`] layout: only the drawable bands have pieces, sampled.
     preview: bool,
@@ -453,10 +475,15 @@ impl TimelineLayout {
                     .is_none_or(|ys| ys.windows(2).all(|w| w[1] <= w[0]))
             })
         });
-        let n = self.total_bytes.len();
-        let mut tree = vec![0u64; 2 * n];
-        tree[n..].copy_from_slice(&self.total_bytes);
-        for i in (1..n).rev() {
+        let nb = self.total_bytes.len().div_ceil(MAX_BLOCK);
+        let mut tree = vec![0u64; 2 * nb];
+        for (slot, block) in tree[nb..]
+            .iter_mut()
+            .zip(self.total_bytes.chunks(MAX_BLOCK))
+        {
+            *slot = block.iter().copied().max().unwrap_or(0);
+        }
+        for i in (1..nb).rev() {
             tree[i] = tree[2 * i].max(tree[2 * i + 1]);
         }
         self.max_tree = tree;
@@ -466,19 +493,21 @@ impl TimelineLayout {
     /// within a group). Elements alive for no event are left out: they are never drawn.
     fn derive_lod(&mut self) {
         let el = &self.elements;
-        let groups: Vec<Option<usize>> = (0..el.len())
+        // Group per element (`NO_GROUP`: never drawn); N_GROUPS fits a u16.
+        const NO_GROUP: u16 = u16::MAX;
+        let groups: Vec<u16> = (0..el.len())
             .map(|e| {
                 let (Some(&size), Some(&s), Some(&en)) =
                     (el.size_bytes.get(e), el.start_x.get(e), el.end_x.get(e))
                 else {
-                    return None;
+                    return NO_GROUP;
                 };
-                lod_group(size, s, en).map(|(s, k)| s * LEN_CLASSES + k)
+                lod_group(size, s, en).map_or(NO_GROUP, |(s, k)| (s * LEN_CLASSES + k) as u16)
             })
             .collect();
         let mut start = vec![0u32; N_GROUPS + 1];
-        for g in groups.iter().flatten() {
-            if let Some(c) = start.get_mut(g + 1) {
+        for &g in groups.iter().filter(|&&g| g != NO_GROUP) {
+            if let Some(c) = start.get_mut(g as usize + 1) {
                 *c += 1;
             }
         }
@@ -490,9 +519,11 @@ impl TimelineLayout {
         }
         let mut fill = start.clone();
         let mut order = vec![0u32; start.last().copied().unwrap_or(0) as usize];
-        for (e, g) in groups.iter().enumerate() {
-            let Some(g) = g else { continue };
-            if let Some(f) = fill.get_mut(*g) {
+        for (e, &g) in groups.iter().enumerate() {
+            if g == NO_GROUP {
+                continue;
+            }
+            if let Some(f) = fill.get_mut(g as usize) {
                 if let Some(slot) = order.get_mut(*f as usize) {
                     *slot = e as u32;
                 }
@@ -551,8 +582,20 @@ impl TimelineLayout {
         }
         let lo = x0.floor().clamp(0.0, n as f64 - 1.0) as usize;
         let hi = (x1.ceil().clamp(0.0, n as f64) as usize).max(lo + 1);
-        let (mut l, mut r) = (lo + n, hi + n);
-        let mut m = 0u64;
+        let scan = |r: std::ops::Range<usize>| {
+            self.total_bytes
+                .get(r)
+                .and_then(|v| v.iter().copied().max())
+                .unwrap_or(0)
+        };
+        // Whole blocks [bl, bh) from the tree, the partial ones at both ends by a scan.
+        let (bl, bh) = (lo.div_ceil(MAX_BLOCK), hi / MAX_BLOCK);
+        if bl >= bh {
+            return scan(lo..hi);
+        }
+        let mut m = scan(lo..bl * MAX_BLOCK).max(scan(bh * MAX_BLOCK..hi));
+        let nb = n.div_ceil(MAX_BLOCK);
+        let (mut l, mut r) = (bl + nb, bh + nb);
         while l < r {
             if l & 1 == 1 {
                 m = m.max(self.max_tree.get(l).copied().unwrap_or(0));
@@ -683,7 +726,11 @@ fn pair_active(
 ) -> (Elements, Vec<String>) {
     let rp = crate::replay::replay_device(snap, device);
     let n = rp.events;
-    let (mut traced, mut before, mut ghosts) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut traced, mut before, mut ghosts) = (
+        Vec::with_capacity(rp.allocations.len()),
+        Vec::new(),
+        Vec::new(),
+    );
     let mut versions: FxHashMap<u64, u32> = FxHashMap::default();
     for a in &rp.allocations {
         let v = versions.entry(a.addr).or_insert(0);
@@ -727,7 +774,7 @@ fn pair_active(
 fn order(ghosts: Vec<Tmp>, mut before: Vec<Tmp>, traced: Vec<Tmp>) -> Elements {
     // Freed last sits lowest, so a free of memory from before the trace moves as little as possible.
     before.sort_by_key(|e| std::cmp::Reverse(e.end_x));
-    let mut el = Elements::default();
+    let mut el = Elements::with_capacity(ghosts.len() + before.len() + traced.len());
     for e in ghosts.into_iter().chain(before).chain(traced) {
         el.push(e);
     }
