@@ -6,6 +6,8 @@
 //                  trace over 200k events that frame comes from the sampled preview layout),
 //   exact_ms       file chosen → first frame drawn from the exact layout (data-exact-paint-ms),
 //   model_MB       the worker's wasm memory once the model is built (data-model-memory-bytes),
+//   load_MB        what loading the file added to it (minus data-memory-before-bytes: the code,
+//                  its static data and the warm-up's reused heap, ~3 MB),
 //   tab_MB         resident memory of the renderer process (page, worker, both wasm memories)
 //                  once the exact layout is drawn,
 //   draw_ms        median and worst canvas redraw (the canvas's own data-draw-log) over 20
@@ -70,7 +72,7 @@ if (process.env.BENCH_VIEW === 'state') {
   server.close();
   process.exit(0);
 }
-console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'exact_ms', 'model_MB', 'tab_MB', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
+console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'exact_ms', 'model_MB', 'load_MB', 'tab_MB', 'draw_median_ms', 'draw_worst_ms', 'frame_median_ms', 'frame_worst_ms'].join('\t'));
 for (const f of files) {
   const page = await context.newPage();
   if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
@@ -86,6 +88,7 @@ for (const f of files) {
   const exactPaint = await page.evaluate(() => Number(document.getElementById('memlens').dataset.exactPaintMs));
   const heapMB = memoryMB();
   const modelMB = await page.evaluate(() => Number(document.querySelector('[data-model-memory-bytes]')?.dataset.modelMemoryBytes || 0) / 1e6);
+  const beforeMB = await page.evaluate(() => Number(document.querySelector('[data-memory-before-bytes]')?.dataset.memoryBeforeBytes || 0) / 1e6);
   const status = await page.evaluate(() => document.body.innerText);
   const m = /decoded in (\d+) ms/.exec(status);
   const canvas = page.locator('[data-testid=timeline-canvas]');
@@ -109,7 +112,7 @@ for (const f of files) {
   // The canvas logs its last 50 draw times (ms) in data-draw-log.
   const draws = ((await canvas.getAttribute('data-draw-log')) || '').split(',').filter(Boolean).map(Number).slice(-20);
   const mb = (fs.statSync(f).size / 1e6).toFixed(1);
-  console.log([path.basename(f).slice(0, 40), mb, m ? m[1] : '?', firstPaint.toFixed(0), exactPaint.toFixed(0), modelMB.toFixed(0), heapMB,
+  console.log([path.basename(f).slice(0, 40), mb, m ? m[1] : '?', firstPaint.toFixed(0), exactPaint.toFixed(0), modelMB.toFixed(0), (modelMB - beforeMB).toFixed(1), heapMB,
     draws.length ? median(draws).toFixed(1) : '?', draws.length ? Math.max(...draws).toFixed(1) : '?',
     median(times).toFixed(1), Math.max(...times).toFixed(1)].join('\t'));
   await page.close();

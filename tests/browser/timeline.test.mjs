@@ -352,6 +352,10 @@ test('a million allocations: first paint, redraw, hover and search timings', asy
   assert.ok(exact >= fp, `exact layout painted at ${exact} ms, before the first paint at ${fp} ms`);
   const decoded = ((await page.textContent('.toolbar')).match(/decoded in (\d+) ms/) || [])[1];
   console.log(`synth 1M events (${fs.statSync(file).size} bytes): first paint ${fp.toFixed(0)} ms (preview layout; decode ${decoded} ms), exact layout painted at ${exact.toFixed(0)} ms`);
+  // The worker's memory: what it held before the file, and after the model was built.
+  const mem = await page.$eval('[data-model-memory-bytes]', (e) => ({ model: Number(e.dataset.modelMemoryBytes), before: Number(e.dataset.memoryBeforeBytes) }));
+  assert.ok(mem.before > 0 && mem.model > mem.before, JSON.stringify(mem));
+  console.log(`  worker memory: ${(mem.before / 1e6).toFixed(1)} MB before the file, ${(mem.model / 1e6).toFixed(1)} MB with the model (${((mem.model - mem.before) / fs.statSync(file).size).toFixed(2)}× the file added)`);
   for (const l of memlensLog) console.log(`  ${l}`);
   const d = await page.$eval('[data-testid=timeline-canvas]', (c) => ({ ...c.dataset }));
   console.log(`  full zoom-out draw ${d.drawMs} ms (bands ${d.renderMs} ms, of which canvas calls ${d.paintMs} ms): ${d.bands} bands drawn one by one, ${d.rects} rects`);

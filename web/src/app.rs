@@ -377,7 +377,7 @@ pub fn app() -> Html {
                 </label>
                 <button onclick={on_example.reform(|_: MouseEvent| ())} data-testid="example-button">{ "Example" }</button>
                 if let Some(i) = &info {
-                    <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
+                    <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
                 }
             </header>
             if let Some(e) = error {

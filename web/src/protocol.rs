@@ -122,6 +122,11 @@ pub struct FileInfo {
     /// loaded snapshot costs the tab, including the decoder's peak (wasm memory never shrinks).
     #[serde(default)]
     pub model_memory_bytes: f64,
+    /// The worker's wasm memory when the file was chosen (the code, its static data and what
+    /// earlier files and the warm-up left): `model_memory_bytes` minus this is what loading
+    /// this file added.
+    #[serde(default)]
+    pub memory_before_bytes: f64,
 }
 
 /// Small facts about a layout; the columns travel as typed arrays.

@@ -27,6 +27,8 @@ fn chunk_bytes(total: f64) -> f64 {
 }
 /// File reads in flight while a chunk is decoded.
 const READS_AHEAD: usize = 3;
+/// Bytes of a read chunk copied into wasm memory at a time.
+const COPY_BYTES: u32 = 1 << 20;
 
 struct Ready {
     snap: Snapshot,
@@ -140,6 +142,7 @@ fn handle(state: &Shared, data: JsValue) {
             let st = state.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let t0 = now_ms();
+                let memory_before = wasm_memory_bytes();
                 let res = match (file.dyn_into::<Blob>(), url) {
                     (Ok(blob), _) => read_blob(&st, id, &blob).await,
                     (Err(_), Some(url)) => read_url(&st, id, &url).await,
@@ -149,7 +152,14 @@ fn handle(state: &Shared, data: JsValue) {
                     return;
                 }
                 match res {
-                    Ok((snap, bytes)) => loaded(&st, id, snap, bytes, now_ms() - t0, state_first),
+                    Ok((snap, bytes)) => {
+                        let load = Load {
+                            bytes,
+                            decode_ms: now_ms() - t0,
+                            memory_before,
+                        };
+                        loaded(&st, id, snap, load, state_first)
+                    }
                     Err(message) => post(&FromWorker::Failed { id, message }, &[], None),
                 }
             });
@@ -259,10 +269,7 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
         let ab = JsFuture::from(promise)
             .await
             .map_err(|e| format!("cannot read the file: {e:?}"))?;
-        let arr = Uint8Array::new(&ab);
-        buf.resize(arr.length() as usize, 0);
-        arr.copy_to(&mut buf);
-        loader.push(&buf).map_err(|e| e.to_string())?;
+        push_js(&mut loader, &mut buf, &Uint8Array::new(&ab))?;
         post(
             &FromWorker::Progress {
                 id,
@@ -274,6 +281,22 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
         );
     }
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
+}
+
+/// Feeds bytes held by JS to the loader, copying them into wasm memory a slice at a time: the
+/// chunk stays in the JS heap, and wasm memory (which never shrinks) holds one slice of at most
+/// [`COPY_BYTES`] in `buf`.
+fn push_js(loader: &mut Loader, buf: &mut Vec<u8>, arr: &Uint8Array) -> Result<(), String> {
+    let len = arr.length();
+    let mut at = 0u32;
+    while at < len {
+        let next = len.min(at.saturating_add(COPY_BYTES));
+        buf.resize((next - at) as usize, 0);
+        arr.subarray(at, next).copy_to(buf);
+        loader.push(buf).map_err(|e| e.to_string())?;
+        at = next;
+    }
+    Ok(())
 }
 
 async fn read_url(st: &Shared, id: u32, url: &str) -> Result<(Snapshot, u64), String> {
@@ -307,10 +330,7 @@ async fn read_url(st: &Shared, id: u32, url: &str) -> Result<(Snapshot, u64), St
             return Err("cancelled".into());
         }
         let end = (off as f64 + chunk_bytes(total)).min(total) as u32;
-        let part = arr.subarray(off, end);
-        buf.resize(part.length() as usize, 0);
-        part.copy_to(&mut buf);
-        loader.push(&buf).map_err(|e| e.to_string())?;
+        push_js(&mut loader, &mut buf, &arr.subarray(off, end))?;
         off = end;
         post(
             &FromWorker::Progress {
@@ -347,7 +367,20 @@ async fn yield_now() {
     let _ = JsFuture::from(p).await;
 }
 
-fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64, state_first: bool) {
+/// Facts about one file's read and decode.
+struct Load {
+    bytes: u64,
+    decode_ms: f64,
+    /// Wasm memory when the read started.
+    memory_before: f64,
+}
+
+fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
+    let Load {
+        bytes,
+        decode_ms,
+        memory_before,
+    } = load;
     let stats = memlens_core::snapshot_stats(&snap);
     let devices: Vec<Summary> = stats
         .devices
@@ -377,6 +410,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, bytes: u64, decode_ms: f64, stat
             .and_then(|v| serde_json::to_string_pretty(v).ok()),
         decode_ms,
         model_memory_bytes: wasm_memory_bytes(),
+        memory_before_bytes: memory_before,
     };
     st.borrow_mut().files.insert(
         id,
