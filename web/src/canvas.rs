@@ -94,8 +94,8 @@ impl CanvasPainter<'_> {
 }
 
 /// A 2D context sized to the canvas's CSS box times `devicePixelRatio`, cleared, scaled so
-/// drawing uses CSS pixels. Returns the CSS size.
-fn prepare(canvas: &HtmlCanvasElement) -> Option<(CanvasRenderingContext2d, f64, f64)> {
+/// drawing uses CSS pixels. Returns the CSS size. (Both canvases of the page use it.)
+pub(crate) fn prepare(canvas: &HtmlCanvasElement) -> Option<(CanvasRenderingContext2d, f64, f64)> {
     let dpr = web_sys::window()
         .map(|w| w.device_pixel_ratio())
         .unwrap_or(1.0)
@@ -113,6 +113,43 @@ fn prepare(canvas: &HtmlCanvasElement) -> Option<(CanvasRenderingContext2d, f64,
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, w, h);
     Some((ctx, w, h))
+}
+
+/// The canvases' native listeners: a non-passive `wheel` (so that zooming does not scroll the
+/// page) calling `on_wheel`, and a `ResizeObserver` that bumps `resize_tick` whenever the box
+/// changes size (window resize, panels appearing). Returns what removes them again.
+pub(crate) fn listen_wheel_and_resize(
+    c: &HtmlCanvasElement,
+    on_wheel: impl FnMut(web_sys::WheelEvent) + 'static,
+    resize_tick: yew::UseStateHandle<u32>,
+) -> Vec<Box<dyn FnOnce()>> {
+    use wasm_bindgen::closure::Closure;
+    let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
+    let wheel = Closure::<dyn FnMut(web_sys::WheelEvent)>::new(on_wheel);
+    let opts = web_sys::AddEventListenerOptions::new();
+    opts.set_passive(false);
+    let _ = c.add_event_listener_with_callback_and_add_event_listener_options(
+        "wheel",
+        wheel.as_ref().unchecked_ref(),
+        &opts,
+    );
+    let c2 = c.clone();
+    cleanup.push(Box::new(move || {
+        let _ = c2.remove_event_listener_with_callback("wheel", wheel.as_ref().unchecked_ref());
+    }));
+    let mut n = 0u32;
+    let onresize = Closure::<dyn FnMut()>::new(move || {
+        n += 1;
+        resize_tick.set(n);
+    });
+    if let Ok(obs) = web_sys::ResizeObserver::new(onresize.as_ref().unchecked_ref()) {
+        obs.observe(c);
+        cleanup.push(Box::new(move || {
+            obs.disconnect();
+            drop(onresize);
+        }));
+    }
+    cleanup
 }
 
 /// What to draw besides the bands.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum ToWorker {
-    /// Decode the `file` (a `Blob`) or `url` sent alongside.
+    /// Decode the `file` (a `Blob`: a chosen file, or what the page fetched) sent alongside.
     Open {
         id: u32,
         name: String,

@@ -12,8 +12,7 @@
 use crate::state_data::{StateFrame, SEG_EXPANDABLE};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::model::BlockState;
-use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+use web_sys::HtmlCanvasElement;
 
 /// Space above each group for its header, below each row, and around the map (CSS pixels).
 pub const HEADER_H: f64 = 18.0;
@@ -287,27 +286,6 @@ pub fn block_colour(addr: u64, alloc_event: u32) -> &'static str {
         .unwrap_or("#4e79a7")
 }
 
-/// A 2D context sized to the canvas's CSS box times `devicePixelRatio`, cleared.
-fn prepare(canvas: &HtmlCanvasElement) -> Option<(CanvasRenderingContext2d, f64, f64)> {
-    let dpr = web_sys::window()
-        .map(|w| w.device_pixel_ratio())
-        .unwrap_or(1.0)
-        .max(1.0);
-    let (w, h) = (
-        canvas.client_width().max(1) as f64,
-        canvas.client_height().max(1) as f64,
-    );
-    let (pw, ph) = ((w * dpr).round() as u32, (h * dpr).round() as u32);
-    if canvas.width() != pw || canvas.height() != ph {
-        canvas.set_width(pw);
-        canvas.set_height(ph);
-    }
-    let ctx: CanvasRenderingContext2d = canvas.get_context("2d").ok()??.dyn_into().ok()?;
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    ctx.clear_rect(0.0, 0.0, w, h);
-    Some((ctx, w, h))
-}
-
 /// Size of the canvas's CSS box.
 pub fn css_size(canvas: &HtmlCanvasElement) -> (f64, f64) {
     (
@@ -334,7 +312,7 @@ pub fn draw(
     t: Transform,
     marks: Marks,
 ) -> usize {
-    let Some((ctx, w, h)) = prepare(canvas) else {
+    let Some((ctx, w, h)) = crate::canvas::prepare(canvas) else {
         return 0;
     };
     let sx = |x: f64| x * t.k + t.tx;

@@ -528,45 +528,18 @@ pub fn state_view(p: &Props) -> Html {
     {
         let (canvas, live, resize_tick) = (canvas.clone(), live.clone(), resize_tick.clone());
         use_effect_with((), move |_| {
-            let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                let live2 = live.clone();
-                let wheel = Closure::<dyn FnMut(WheelEvent)>::new(move |e: WheelEvent| {
-                    e.prevent_default();
-                    let l = live2.borrow();
-                    let factor = (-e.delta_y() * 0.0015).exp();
-                    let t = l.transform.zoom_at(e.offset_x() as f64, factor);
-                    l.on_transform.emit(t);
-                });
-                let opts = web_sys::AddEventListenerOptions::new();
-                opts.set_passive(false);
-                let _ = c.add_event_listener_with_callback_and_add_event_listener_options(
-                    "wheel",
-                    wheel.as_ref().unchecked_ref(),
-                    &opts,
-                );
-                let c2 = c.clone();
-                cleanup.push(Box::new(move || {
-                    let _ = c2.remove_event_listener_with_callback(
-                        "wheel",
-                        wheel.as_ref().unchecked_ref(),
-                    );
-                }));
-                let tick = resize_tick.clone();
-                let mut k = 0u32;
-                let onresize = Closure::<dyn FnMut()>::new(move || {
-                    k += 1;
-                    tick.set(k);
-                });
-                if let Ok(obs) = web_sys::ResizeObserver::new(onresize.as_ref().unchecked_ref()) {
-                    obs.observe(&c);
-                    cleanup.push(Box::new(move || {
-                        obs.disconnect();
-                        drop(onresize);
-                    }));
-                }
-            }
-            move || cleanup.into_iter().for_each(|f| f())
+            let Some(c) = canvas.cast::<HtmlCanvasElement>() else {
+                return Box::new(|| ()) as Box<dyn FnOnce()>;
+            };
+            let on_wheel = move |e: WheelEvent| {
+                e.prevent_default();
+                let l = live.borrow();
+                let factor = (-e.delta_y() * 0.0015).exp();
+                let t = l.transform.zoom_at(e.offset_x() as f64, factor);
+                l.on_transform.emit(t);
+            };
+            let cleanup = crate::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
+            Box::new(move || cleanup.into_iter().for_each(|f| f()))
         });
     }
 

@@ -18,8 +18,6 @@ use crate::state::SharedLayout;
 use memlens_core::layout::context::tooltip;
 use memlens_core::layout::{TimeMap, TimelineKind, Viewport};
 use std::sync::Arc;
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, KeyboardEvent, MouseEvent, WheelEvent};
 use yew::prelude::*;
 
@@ -189,52 +187,22 @@ pub fn timeline_view(p: &Props) -> Html {
     {
         let (canvas, live, resize_tick) = (canvas.clone(), live.clone(), resize_tick.clone());
         use_effect_with((), move |_| {
-            let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                let live2 = live.clone();
-                let wheel = Closure::<dyn FnMut(WheelEvent)>::new(move |e: WheelEvent| {
-                    e.prevent_default();
-                    let l = live2.borrow();
-                    let (Some(layout), Some(vp)) = (&l.layout, &l.vp) else {
-                        return;
-                    };
-                    let at = e.offset_x() as f64 - MARGIN_LEFT;
-                    let factor = (e.delta_y() * 0.0015).exp();
-                    let w = zoom_px(vp, at, factor, layout.0.x_end() as f64);
-                    l.on_window.emit(Some(w));
-                });
-                let opts = web_sys::AddEventListenerOptions::new();
-                opts.set_passive(false);
-                let _ = c.add_event_listener_with_callback_and_add_event_listener_options(
-                    "wheel",
-                    wheel.as_ref().unchecked_ref(),
-                    &opts,
-                );
-                let c2 = c.clone();
-                cleanup.push(Box::new(move || {
-                    let _ = c2.remove_event_listener_with_callback(
-                        "wheel",
-                        wheel.as_ref().unchecked_ref(),
-                    );
-                }));
-            }
-            // Redraw whenever the canvas's box changes size (window resize, panels appearing).
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                let tick = resize_tick.clone();
-                let mut n = 0u32;
-                let onresize = Closure::<dyn FnMut()>::new(move || {
-                    n += 1;
-                    tick.set(n);
-                });
-                if let Ok(obs) = web_sys::ResizeObserver::new(onresize.as_ref().unchecked_ref()) {
-                    obs.observe(&c);
-                    cleanup.push(Box::new(move || {
-                        obs.disconnect();
-                        drop(onresize);
-                    }));
-                }
-            }
-            move || cleanup.into_iter().for_each(|f| f())
+            let Some(c) = canvas.cast::<HtmlCanvasElement>() else {
+                return Box::new(|| ()) as Box<dyn FnOnce()>;
+            };
+            let on_wheel = move |e: WheelEvent| {
+                e.prevent_default();
+                let l = live.borrow();
+                let (Some(layout), Some(vp)) = (&l.layout, &l.vp) else {
+                    return;
+                };
+                let at = e.offset_x() as f64 - MARGIN_LEFT;
+                let factor = (e.delta_y() * 0.0015).exp();
+                let w = zoom_px(vp, at, factor, layout.0.x_end() as f64);
+                l.on_window.emit(Some(w));
+            };
+            let cleanup = crate::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
+            Box::new(move || cleanup.into_iter().for_each(|f| f()))
         });
     }
 

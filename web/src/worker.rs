@@ -14,7 +14,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent, Response, WorkerGlobalScope};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent, WorkerGlobalScope};
 
 /// Bytes read and decoded between two progress messages (and two chances to cancel): an eighth
 /// of the file, between 1 and 16 MiB. Large chunks keep the worker from waiting on reads (a
@@ -138,15 +138,14 @@ fn handle(state: &Shared, data: JsValue) {
             id, state_first, ..
         } => {
             let file = wire::field(&data, "file");
-            let url = wire::field(&data, "url").as_string();
             let st = state.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let t0 = now_ms();
                 let memory_before = wasm_memory_bytes();
-                let res = match (file.dyn_into::<Blob>(), url) {
-                    (Ok(blob), _) => read_blob(&st, id, &blob).await,
-                    (Err(_), Some(url)) => read_url(&st, id, &url).await,
-                    _ => Err("nothing to open".to_string()),
+                // The page hands over a Blob (a chosen file, or what it fetched).
+                let res = match file.dyn_into::<Blob>() {
+                    Ok(blob) => read_blob(&st, id, &blob).await,
+                    Err(_) => Err("nothing to open".to_string()),
                 };
                 if st.borrow_mut().cancelled.remove(&id) {
                     return;
@@ -297,54 +296,6 @@ fn push_js(loader: &mut Loader, buf: &mut Vec<u8>, arr: &Uint8Array) -> Result<(
         at = next;
     }
     Ok(())
-}
-
-async fn read_url(st: &Shared, id: u32, url: &str) -> Result<(Snapshot, u64), String> {
-    let global: WorkerGlobalScope = js_sys::global().unchecked_into();
-    let resp = JsFuture::from(global.fetch_with_str(url))
-        .await
-        .map_err(|e| format!("cannot fetch: {e:?}"))?;
-    let resp: Response = resp
-        .dyn_into()
-        .map_err(|_| "cannot fetch: no response".to_string())?;
-    if !resp.ok() {
-        return Err(format!(
-            "cannot fetch: HTTP {} {}",
-            resp.status(),
-            resp.status_text()
-        ));
-    }
-    let ab = JsFuture::from(
-        resp.array_buffer()
-            .map_err(|e| format!("cannot fetch: {e:?}"))?,
-    )
-    .await
-    .map_err(|e| format!("cannot fetch: {e:?}"))?;
-    let arr = Uint8Array::new(&ab);
-    let total = arr.length() as f64;
-    let mut loader = Loader::new(Some(total as u64));
-    let mut off = 0u32;
-    let mut buf: Vec<u8> = Vec::new();
-    while off < arr.length() {
-        if is_cancelled(st, id) {
-            return Err("cancelled".into());
-        }
-        let end = (off as f64 + chunk_bytes(total)).min(total) as u32;
-        push_js(&mut loader, &mut buf, &arr.subarray(off, end))?;
-        off = end;
-        post(
-            &FromWorker::Progress {
-                id,
-                done: off as f64,
-                total,
-            },
-            &[],
-            None,
-        );
-        // Let a cancel message in between chunks.
-        yield_now().await;
-    }
-    Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
 }
 
 /// Current size of this worker's wasm memory, in bytes.

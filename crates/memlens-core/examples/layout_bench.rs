@@ -6,6 +6,8 @@
 //! (`ONLY_COMPLETE=1`: only time turning the preview layout into the exact one, as the viewer's
 //! worker does after the first frame.)
 
+mod common;
+
 use memlens_core::layout::search::{AddressLabels, Matches, SearchIndex, SearchQuery};
 use memlens_core::layout::{
     render_timeline, Painter, RenderOptions, Style, TimeMap, TimelineKind, TimelineLayout, Viewport,
@@ -31,27 +33,7 @@ const W: f64 = 1300.0;
 const H: f64 = 560.0;
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let Some(path) = args.next() else {
-        eprintln!("usage: layout_bench FILE [DEVICE]");
-        std::process::exit(2);
-    };
-    let t0 = Instant::now();
-    let snap = match std::fs::File::open(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|f| memlens_core::load_reader(f, None).map_err(|e| e.to_string()))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("layout_bench: {e}: {path}");
-            std::process::exit(2);
-        }
-    };
-    let load = t0.elapsed();
-    let device = match args.next().and_then(|d| d.parse().ok()) {
-        Some(d) => d,
-        None => snap.default_device().unwrap_or(0),
-    };
+    let (path, snap, device, load) = common::open_from_args("layout_bench");
     println!("{path} device {device}: decode {load:.2?}");
     if std::env::var("ONLY_COMPLETE").is_ok() {
         let mut p = TimelineLayout::build_preview(&snap, device, TimelineKind::Active);

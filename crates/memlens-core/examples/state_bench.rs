@@ -3,31 +3,13 @@
 //!
 //! `cargo run --release -p memlens-core --example state_bench -- FILE [DEVICE]`
 
+mod common;
+
 use memlens_core::state::AllocatorHistory;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let Some(path) = args.next() else {
-        eprintln!("usage: state_bench FILE [DEVICE]");
-        std::process::exit(2);
-    };
-    let t0 = Instant::now();
-    let snap = match std::fs::File::open(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|f| memlens_core::load_reader(f, None).map_err(|e| e.to_string()))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("state_bench: {e}: {path}");
-            std::process::exit(2);
-        }
-    };
-    let load = t0.elapsed();
-    let device = match args.next().and_then(|d| d.parse().ok()) {
-        Some(d) => d,
-        None => snap.default_device().unwrap_or(0),
-    };
+    let (path, snap, device, load) = common::open_from_args("state_bench");
     let t1 = Instant::now();
     let h = AllocatorHistory::new(&snap, device);
     let build = t1.elapsed();
