@@ -4,6 +4,7 @@
 //! [`paint::RecordingPainter`].
 
 pub mod axis;
+mod bands;
 pub mod context;
 pub mod paint;
 mod pools;

@@ -530,6 +530,11 @@ fn real_snapshots_keep_the_invariants() {
             );
             for kind in [TimelineKind::Active, TimelineKind::Segments] {
                 let l = TimelineLayout::build(&s, d, kind);
+                assert_same_sweeps(
+                    &l.elements,
+                    l.n_events,
+                    &format!("{} {kind:?}", f.display()),
+                );
                 let every = (l.n_events / 200).max(1);
                 check_invariants(&l, every);
                 // Where the trace agrees with the final segments (non-negative baseline), the live
@@ -961,4 +966,70 @@ fn range_maxima_match_a_scan_of_the_totals() {
     // Fractional and out-of-range ends are clamped to whole events.
     assert_eq!(l.max_total(-5.0, 1e12), scan(0, n));
     assert_eq!(l.max_total(10.5, 20.2), scan(10, 21));
+}
+
+/// The chunked sweep records exactly the pieces (and totals) of the band-by-band walk.
+fn assert_same_sweeps(el: &crate::layout::Elements, n_events: u32, what: &str) {
+    use crate::layout::timeline::{end_lists, sweep, sweep_walk};
+    let xs = n_events as usize + 1;
+    let (head, next) = end_lists(el, xs);
+    let run = |chunked: bool| {
+        let mut total = vec![0u64; xs];
+        let mut pieces: Vec<(u32, u32, u64)> = Vec::new();
+        let over = if chunked {
+            sweep(el, &head, &next, &mut total, |e, x, y| {
+                pieces.push((e, x, y))
+            })
+        } else {
+            sweep_walk(el, &head, &next, &mut total, |e, x, y| {
+                pieces.push((e, x, y))
+            })
+        };
+        (over, total, pieces)
+    };
+    let (a, b) = (run(true), run(false));
+    assert_eq!(a.0, b.0, "{what}: budget");
+    assert_eq!(a.1, b.1, "{what}: totals");
+    assert_eq!(a.2.len(), b.2.len(), "{what}: piece count");
+    if let Some(k) = (0..a.2.len()).find(|&k| a.2[k] != b.2[k]) {
+        panic!(
+            "{what}: piece {k} is {:?}, the walk's is {:?}",
+            a.2[k], b.2[k]
+        );
+    }
+}
+
+#[test]
+fn the_chunked_sweep_records_the_pieces_of_the_walk() {
+    // Churn of many sizes (thin and thick bands, frees deep in the stack), several seeds.
+    for seed in 1..6 {
+        let s = trace(&churn(4000, seed), "");
+        let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
+        assert_same_sweeps(&l.elements, l.n_events, &format!("churn seed {seed}"));
+    }
+    // A deep stack of tiny bands over a few huge ones, the huge ones freed one by one: every
+    // chunk above takes the drop lazily, the thin bands move by their coarse tolerance.
+    let mut ev: Vec<(&str, u64, u64)> = Vec::new();
+    for k in 0..8u64 {
+        ev.push(("alloc", 0x1000_0000 + k * 0x100_0000, (1 + k) << 24));
+    }
+    for k in 0..3000u64 {
+        ev.push(("alloc", 0x9000_0000 + k * 0x1000, 512 * (1 + k % 7)));
+    }
+    for k in 0..8u64 {
+        ev.push((
+            "free_completed",
+            0x1000_0000 + k * 0x100_0000,
+            (1 + k) << 24,
+        ));
+        for j in 0..40u64 {
+            let a = 0x9000_0000 + (k * 331 + j * 17) % 3000 * 0x1000;
+            ev.push(("free_completed", a, 512));
+            ev.push(("alloc", a, 512));
+        }
+    }
+    let s = trace(&ev, "");
+    let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
+    assert!(l.piece_count() > 3000);
+    assert_same_sweeps(&l.elements, l.n_events, "tiny bands over huge ones");
 }

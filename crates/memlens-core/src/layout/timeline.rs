@@ -929,7 +929,8 @@ fn pair_segments(
 
 pub(super) type Stacked = (Vec<u32>, Vec<u32>, Vec<f32>, Vec<u64>, Vec<String>);
 
-/// One live band during the sweep: its element, exact bottom, bottom at its last piece, size.
+/// One live band during [`sweep_walk`]: its element, exact bottom, bottom at its last piece, size.
+#[cfg(test)]
 #[derive(Clone, Copy)]
 struct LiveBand {
     e: u32,
@@ -938,10 +939,65 @@ struct LiveBand {
     size: u64,
 }
 
-/// Sweeps x once, keeping the live elements in stack order, and calls `piece(e, x, y)` each
-/// time an element starts or has dropped by more than its tolerance since its last piece.
-/// Fills `total` (live bytes per x). Returns whether [`PIECE_BUDGET`] stopped the drops.
-fn sweep(
+/// Sweeps x once, keeping the live elements in stack order ([`super::bands::LiveBands`]), and
+/// calls `piece(e, x, y)` each time an element starts or has dropped by more than its tolerance
+/// since its last piece. Fills `total` (live bytes per x). Returns whether [`PIECE_BUDGET`]
+/// stopped the drops.
+pub(super) fn sweep(
+    el: &Elements,
+    end_head: &[u32],
+    end_next: &[u32],
+    total: &mut [u64],
+    mut piece: impl FnMut(u32, u32, u64),
+) -> bool {
+    let n_el = el.len();
+    let mut live = super::bands::LiveBands::default();
+    let mut top: u64 = 0;
+    let mut next_start = 0usize;
+    let mut pieces = 0usize;
+    let mut over_budget = false;
+    for (x, tot) in total.iter_mut().enumerate() {
+        let mut e = end_head.get(x).copied().unwrap_or(u32::MAX);
+        while e != u32::MAX {
+            let freed = live.remove(e, |be, y| {
+                if over_budget {
+                    return false;
+                }
+                piece(be, x as u32, y);
+                pieces += 1;
+                over_budget = pieces >= PIECE_BUDGET;
+                true
+            });
+            if let Some(size) = freed {
+                top = top.saturating_sub(size);
+            }
+            e = end_next.get(e as usize).copied().unwrap_or(u32::MAX);
+        }
+        while next_start < n_el && el.start_x.get(next_start).is_some_and(|&s| s as usize <= x) {
+            let s = next_start;
+            next_start += 1;
+            let (Some(&start), Some(&end), Some(&size)) =
+                (el.start_x.get(s), el.end_x.get(s), el.size_bytes.get(s))
+            else {
+                continue;
+            };
+            if end <= start {
+                continue;
+            }
+            piece(s as u32, x as u32, top);
+            pieces += 1;
+            live.push(s as u32, top, size);
+            top = top.saturating_add(size);
+        }
+        *tot = top;
+    }
+    over_budget
+}
+
+/// The band-by-band sweep that [`sweep`] replaces (every band above a free walked at every
+/// free): the reference its pieces are compared with in the tests.
+#[cfg(test)]
+pub(super) fn sweep_walk(
     el: &Elements,
     end_head: &[u32],
     end_next: &[u32],
@@ -1009,7 +1065,7 @@ fn sweep(
 }
 
 /// Elements ending at each x, as linked lists (`end_head[x]`, then `end_next[e]`).
-fn end_lists(el: &Elements, xs: usize) -> (Vec<u32>, Vec<u32>) {
+pub(super) fn end_lists(el: &Elements, xs: usize) -> (Vec<u32>, Vec<u32>) {
     let n_el = el.len();
     let mut end_head = vec![u32::MAX; xs + 1];
     let mut end_next = vec![u32::MAX; n_el];
