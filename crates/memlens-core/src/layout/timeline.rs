@@ -726,38 +726,51 @@ fn pair_active(
 ) -> (Elements, Vec<String>) {
     let rp = crate::replay::replay_device(snap, device);
     let n = rp.events;
-    let (mut traced, mut before, mut ghosts) = (
-        Vec::with_capacity(rp.allocations.len()),
-        Vec::new(),
-        Vec::new(),
-    );
+    let origin_of = |a: &crate::replay::Allocation| match a.origin {
+        crate::replay::Origin::Traced => Origin::Traced,
+        crate::replay::Origin::UnmatchedFree => Origin::FreedUntraced,
+        crate::replay::Origin::Untraced => Origin::Ghost,
+    };
+    let tmp_of = |a: &crate::replay::Allocation, version: u32, pool: u32| Tmp {
+        size: a.size_bytes,
+        addr: a.addr,
+        version,
+        start_x: a.alloc_event.map(|i| i + 1).unwrap_or(0),
+        end_x: a.free_event.map(|i| i + 1).unwrap_or(n + 1),
+        alloc_row: a.alloc_event.unwrap_or(NO_ROW),
+        free_row: a.free_event.unwrap_or(NO_ROW),
+        stream: a.stream,
+        origin: origin_of(a),
+        stack: a.stack.0,
+        pool,
+    };
+    // In allocation order: versions per address and pools (numbered in order of appearance);
+    // the allocations from before the trace, which sit at the bottom, are set aside.
     let mut versions: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut version_pool: Vec<(u32, u32)> = Vec::with_capacity(rp.allocations.len());
+    let (mut before, mut ghosts) = (Vec::new(), Vec::new());
     for a in &rp.allocations {
         let v = versions.entry(a.addr).or_insert(0);
         let version = *v;
         *v += 1;
-        let origin = match a.origin {
-            crate::replay::Origin::Traced => Origin::Traced,
-            crate::replay::Origin::UnmatchedFree => Origin::FreedUntraced,
-            crate::replay::Origin::Untraced => Origin::Ghost,
-        };
-        let tmp = Tmp {
-            size: a.size_bytes,
-            addr: a.addr,
-            version,
-            start_x: a.alloc_event.map(|i| i + 1).unwrap_or(0),
-            end_x: a.free_event.map(|i| i + 1).unwrap_or(n + 1),
-            alloc_row: a.alloc_event.unwrap_or(NO_ROW),
-            free_row: a.free_event.unwrap_or(NO_ROW),
-            stream: a.stream,
-            origin,
-            stack: a.stack.0,
-            pool: pools.index(res.pool_of(a.addr, a.alloc_event.or(a.free_event))),
-        };
-        match origin {
-            Origin::Ghost => ghosts.push(tmp),
-            Origin::FreedUntraced => before.push(tmp),
-            _ => traced.push(tmp),
+        let pool = pools.index(res.pool_of(a.addr, a.alloc_event.or(a.free_event)));
+        version_pool.push((version, pool));
+        match origin_of(a) {
+            Origin::Ghost => ghosts.push(tmp_of(a, version, pool)),
+            Origin::FreedUntraced => before.push(tmp_of(a, version, pool)),
+            _ => {}
+        }
+    }
+    // Longest-lived first at the bottom (as `order`), then the trace's own allocations written
+    // straight into the columns.
+    before.sort_by_key(|e| std::cmp::Reverse(e.end_x));
+    let mut el = Elements::with_capacity(rp.allocations.len());
+    for t in ghosts.into_iter().chain(before) {
+        el.push(t);
+    }
+    for (a, &(version, pool)) in rp.allocations.iter().zip(&version_pool) {
+        if origin_of(a) == Origin::Traced {
+            el.push(tmp_of(a, version, pool));
         }
     }
     let mut warnings = Vec::new();
@@ -767,7 +780,7 @@ fn pair_active(
             rp.realloc_without_free
         ));
     }
-    (order(ghosts, before, traced), warnings)
+    (el, warnings)
 }
 
 /// Longest-lived first at the bottom, then the trace in alloc order.
