@@ -37,6 +37,9 @@ pub enum Node {
     /// Little-endian two's complement, as pickle's LONG1/LONG4 store it.
     BigInt(Box<[u8]>),
     Bytes(Box<[u8]>),
+    /// A list whose items are all containers (a fresh `frames` list of memo-shared frame
+    /// dicts, mostly): their node ids, 4 bytes an item.
+    NodeList(Vec<u32>),
     /// A list whose items are the trace rows `start..end`, in order.
     RowRange {
         start: u32,
@@ -277,6 +280,29 @@ impl Arena {
         // A list that already holds something other than rows (frames lists, mostly) stays a
         // plain list: no per-item row check. `normalize` still finds rows in it via `row_of`.
         let first_is_row = items.first().is_some_and(|&f| self.row_of(f).is_some());
+        match self.nodes.get_mut(li) {
+            Some(node @ Node::List(_)) if !first_is_row && !items.is_empty() => {
+                if let (Node::List(v), Some(ids)) = (&*node, node_ids(items)) {
+                    if v.is_empty() {
+                        *node = Node::NodeList(ids);
+                        return Ok(());
+                    }
+                }
+            }
+            Some(node @ Node::NodeList(_)) => {
+                if let Node::NodeList(ids) = node {
+                    if let Some(more) = node_ids(items) {
+                        ids.extend_from_slice(&more);
+                        return Ok(());
+                    }
+                    let mut v: Vec<Val> = ids.iter().map(|&i| Val::Node(NodeId(i))).collect();
+                    v.extend_from_slice(items);
+                    *node = Node::List(v);
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
         if let Some(Node::List(v)) = self.nodes.get_mut(li) {
             let plain = match v.first() {
                 Some(f) => !matches!(f, Val::Row(_)),
@@ -563,6 +589,7 @@ impl Arena {
         match self.node(v)? {
             Node::List(items) => Some(SeqIter::Slice(items.iter())),
             Node::Tuple(items) => Some(SeqIter::Slice(items.iter())),
+            Node::NodeList(ids) => Some(SeqIter::Nodes(ids.iter())),
             Node::RowRange { start, end } => Some(SeqIter::Rows(*start..*end)),
             _ => None,
         }
@@ -572,6 +599,7 @@ impl Arena {
         match self.node(v)? {
             Node::List(items) => Some(items.len()),
             Node::Tuple(items) => Some(items.len()),
+            Node::NodeList(ids) => Some(ids.len()),
             Node::RowRange { start, end } => Some((end - start) as usize),
             _ => None,
         }
@@ -589,6 +617,7 @@ impl Arena {
 /// Iterator over a list's items.
 pub enum SeqIter<'a> {
     Slice(std::slice::Iter<'a, Val>),
+    Nodes(std::slice::Iter<'a, u32>),
     Rows(std::ops::Range<u32>),
 }
 
@@ -597,9 +626,22 @@ impl Iterator for SeqIter<'_> {
     fn next(&mut self) -> Option<Val> {
         match self {
             SeqIter::Slice(it) => it.next().copied(),
+            SeqIter::Nodes(it) => it.next().map(|&i| Val::Node(NodeId(i))),
             SeqIter::Rows(r) => r.next().map(|i| Val::Row(RowId(i))),
         }
     }
+}
+
+/// The node ids of `items`, if every one is a container.
+fn node_ids(items: &[Val]) -> Option<Vec<u32>> {
+    let mut ids = Vec::with_capacity(items.len());
+    for x in items {
+        match x {
+            Val::Node(NodeId(i)) => ids.push(*i),
+            _ => return None,
+        }
+    }
+    Some(ids)
 }
 
 /// Little-endian two's complement bytes to `u64`, if non-negative and small enough.
@@ -620,6 +662,26 @@ pub fn bigint_to_u64(b: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_of_containers_keeps_its_items_when_other_values_join() {
+        let mut a = Arena::default();
+        let d1 = a.push(Node::Dict(Vec::new()));
+        let d2 = a.push(Node::Dict(Vec::new()));
+        let list = a.push(Node::List(Vec::new()));
+        assert_eq!(a.list_extend(list, &[d1, d2]), Ok(()));
+        assert!(matches!(a.node(list), Some(Node::NodeList(_))));
+        assert_eq!(a.list_extend(list, &[d1]), Ok(()));
+        assert!(matches!(a.node(list), Some(Node::NodeList(_))));
+        assert_eq!(a.list_extend(list, &[Val::Int(3), d2]), Ok(()));
+        let items: Vec<Val> = a.seq(list).map(|i| i.collect()).unwrap_or_default();
+        assert_eq!(items, [d1, d2, d1, Val::Int(3), d2]);
+        assert_eq!(a.seq_len(list), Some(5));
+        // an empty APPENDS leaves an empty list open to becoming a row range
+        let empty = a.push(Node::List(Vec::new()));
+        assert_eq!(a.list_extend(empty, &[]), Ok(()));
+        assert!(matches!(a.node(empty), Some(Node::List(v)) if v.is_empty()));
+    }
 
     #[test]
     fn key_ids_match_their_constants() {
