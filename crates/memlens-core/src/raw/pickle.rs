@@ -9,6 +9,7 @@
 use super::strings::StrId;
 use super::value::{Arena, Node, NodeId, RowId, Val};
 use crate::error::DecodeError;
+use crate::model::StackId;
 use rustc_hash::FxHashMap;
 
 /// Result of feeding bytes.
@@ -38,13 +39,17 @@ pub struct PickleMachine {
     /// it. Once stored into a container it has left the stack and can no longer be a SETITEM(S)
     /// target, so no scan of container items is needed.
     fresh: Option<Fresh>,
+    /// The list opened by the last EMPTY_LIST, under the same rule as `fresh`: if it becomes
+    /// an entry's `frames`, its node is given back too (see [`Self::drop_frames_list`]).
+    fresh_list: Option<Fresh>,
 }
 
 /// The dense memo (keys `0..len`), 4 bytes a value: a real snapshot memoizes every trace
-/// entry, so a 16-byte [`Val`] per key was a fifth of the memory a decode touches. A row, node
-/// or string id below 2^30 is held inline with a 2-bit tag; anything else (scalars, which
+/// entry, so a 16-byte [`Val`] per key was a fifth of the memory a decode touches. A row, node,
+/// string or stack id below 2^29 is held inline with a 3-bit tag; anything else (scalars, which
 /// pickle never memoizes itself, and huge ids) goes to `wide`, named by its index, or past
-/// 2^30 - 1 wide values (not possible below a 2 GiB file) to `overflow` by key.
+/// 2^29 - 1 wide values (not possible below a 512 MiB file) to `overflow` by key. A stack
+/// slot is a `frames` list whose node was given back (see [`PickleMachine::drop_frames_list`]).
 #[derive(Default)]
 struct Memo {
     slots: Vec<u32>,
@@ -55,9 +60,12 @@ struct Memo {
 const MEMO_ROW: u32 = 0;
 const MEMO_NODE: u32 = 1;
 const MEMO_STR: u32 = 2;
-const MEMO_WIDE: u32 = 3;
-const MEMO_INLINE_MAX: u32 = 1 << 30;
-const MEMO_OVERFLOW: u32 = (MEMO_INLINE_MAX - 1) << 2 | MEMO_WIDE;
+const MEMO_STACK: u32 = 3;
+const MEMO_WIDE: u32 = 4;
+const MEMO_TAG_BITS: u32 = 3;
+const MEMO_TAG_MASK: u32 = (1 << MEMO_TAG_BITS) - 1;
+const MEMO_INLINE_MAX: u32 = 1 << (32 - MEMO_TAG_BITS);
+const MEMO_OVERFLOW: u32 = (MEMO_INLINE_MAX - 1) << MEMO_TAG_BITS | MEMO_WIDE;
 
 impl Memo {
     #[inline]
@@ -74,7 +82,7 @@ impl Memo {
             _ => (MEMO_WIDE, MEMO_INLINE_MAX),
         };
         if id < MEMO_INLINE_MAX {
-            return id << 2 | tag;
+            return id << MEMO_TAG_BITS | tag;
         }
         self.encode_wide(key, v)
     }
@@ -85,32 +93,35 @@ impl Memo {
         let i = self.wide.len() as u32;
         if i < MEMO_INLINE_MAX - 1 {
             self.wide.push(v);
-            i << 2 | MEMO_WIDE
+            i << MEMO_TAG_BITS | MEMO_WIDE
         } else {
             self.overflow.insert(key, v);
             MEMO_OVERFLOW
         }
     }
 
-    #[inline(always)]
-    fn get(&self, key: u64) -> Option<Val> {
+    /// The value of `key`; a stack slot is `Err(stack id)`.
+    fn get(&self, key: u64) -> Option<Result<Val, StackId>> {
         let x = *self.slots.get(key as usize)?;
-        let id = x >> 2;
-        match x & 3 {
-            MEMO_STR => Some(Val::Str(StrId(id))),
-            MEMO_NODE => Some(Val::Node(NodeId(id))),
-            MEMO_ROW => Some(Val::Row(RowId(id))),
-            _ => self.get_wide(key, x),
-        }
+        let id = x >> MEMO_TAG_BITS;
+        Some(Ok(match x & MEMO_TAG_MASK {
+            MEMO_STR => Val::Str(StrId(id)),
+            MEMO_NODE => Val::Node(NodeId(id)),
+            MEMO_ROW => Val::Row(RowId(id)),
+            MEMO_STACK => return Some(Err(StackId(id))),
+            _ if x == MEMO_OVERFLOW => return self.overflow.get(&key).copied().map(Ok),
+            _ => return self.wide.get(id as usize).copied().map(Ok),
+        }))
     }
 
-    #[cold]
-    #[inline(never)]
-    fn get_wide(&self, key: u64, x: u32) -> Option<Val> {
-        if x == MEMO_OVERFLOW {
-            self.overflow.get(&key).copied()
-        } else {
-            self.wide.get((x >> 2) as usize).copied()
+    /// Makes existing key `key` a stack slot; `false` where the id does not fit inline.
+    fn set_stack(&mut self, key: u64, s: StackId) -> bool {
+        match self.slots.get_mut(key as usize) {
+            Some(slot) if s.0 < MEMO_INLINE_MAX => {
+                *slot = s.0 << MEMO_TAG_BITS | MEMO_STACK;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -154,6 +165,7 @@ fn grow_stack(stack: &mut Vec<Val>) {
 
 /// Pushed by EMPTY_DICT (a constant, so the node is not assembled in a temporary first).
 const EMPTY_DICT_NODE: Node = Node::Dict(Vec::new());
+const EMPTY_LIST_NODE: Node = Node::List(Vec::new());
 
 impl Default for PickleMachine {
     fn default() -> Self {
@@ -263,6 +275,7 @@ impl PickleMachine {
             protocol: 0,
             result: None,
             fresh: None,
+            fresh_list: None,
         }
     }
 
@@ -346,7 +359,19 @@ impl PickleMachine {
     #[inline(never)]
     fn memo_get(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
         let v = match self.memo.get(key) {
-            Some(v) => v,
+            Some(Ok(v)) => v,
+            Some(Err(stack)) => {
+                // A frames list given back comes back as a node holding its stack, fresh like
+                // a new list: if it is again an entry's `frames`, it is given back again.
+                let node = self.arena.nodes.len() as u32;
+                let v = self.arena.push(Node::Stack(stack));
+                self.memo.set(key, v);
+                self.fresh_list = Some(Fresh {
+                    node,
+                    memo_slot: Some(key),
+                });
+                return Ok(v);
+            }
             None => self
                 .memo_sparse
                 .get(&key)
@@ -357,13 +382,56 @@ impl PickleMachine {
         Ok(v)
     }
 
-    /// A second reference to the fresh dict exists: it must keep its node.
+    /// A second reference to the fresh dict or list exists: it must keep its node.
     fn unfresh(&mut self, v: Val) {
         if let (Some(f), Val::Node(n)) = (self.fresh, v) {
             if n.0 == f.node {
                 self.fresh = None;
             }
         }
+        if let (Some(f), Val::Node(n)) = (self.fresh_list, v) {
+            if n.0 == f.node {
+                self.fresh_list = None;
+            }
+        }
+    }
+
+    /// Before SETITEMS with `kv`: the fresh list, if it is the newest node and one of the
+    /// values (so, with no second reference, it is referred to only by `kv` and its memo slot).
+    fn frames_list_in(&self, kv: &[Val]) -> Option<Fresh> {
+        let f = self.fresh_list?;
+        if self.arena.nodes.len() != f.node as usize + 1 {
+            return None;
+        }
+        let v = Val::Node(NodeId(f.node));
+        kv.chunks_exact(2).any(|p| p[1] == v).then_some(f)
+    }
+
+    /// After SETITEMS: if the list `f` found by [`Self::frames_list_in`] became the entry's
+    /// interned stack, nothing holds its node any more but its memo slot, which now names the
+    /// stack; the node is given back, so the entry's dict node can be given back too (a fresh
+    /// frames list per entry otherwise keeps two 32-byte nodes an entry alive).
+    fn drop_frames_list(&mut self, f: Fresh) {
+        self.fresh_list = None;
+        if self.arena.nodes.len() != f.node as usize + 1 {
+            return;
+        }
+        let Some(&Node::Stack(s)) = self.arena.nodes.last() else {
+            return;
+        };
+        let v = Val::Node(NodeId(f.node));
+        // (A slot since overwritten by another PUT no longer refers to the list.)
+        if let Some(k) = f.memo_slot {
+            let dense = self.memo.get(k) == Some(Ok(v));
+            let can_drop = match dense {
+                true => self.memo.set_stack(k, s),
+                false => self.memo_sparse.get(&k) != Some(&v),
+            };
+            if !can_drop {
+                return;
+            }
+        }
+        self.arena.nodes.pop();
     }
 
     /// After SETITEM(S) on `dict` held at `stack_pos`: if it became a trace row and nothing else
@@ -383,22 +451,28 @@ impl PickleMachine {
             *slot = Val::Row(r);
         }
         if let Some(k) = f.memo_slot {
-            if k < self.memo.len() as u64 {
+            // (A slot since overwritten by another PUT no longer refers to the dict.)
+            let v = Val::Node(n);
+            if self.memo.get(k) == Some(Ok(v)) {
                 self.memo.set(k, Val::Row(r));
-            } else {
-                self.memo_sparse.insert(k, Val::Row(r));
+            } else if let Some(m) = self.memo_sparse.get_mut(&k).filter(|m| **m == v) {
+                *m = Val::Row(r);
             }
         }
     }
 
     #[inline]
     fn memo_put(&mut self, key: u64, v: Val) {
-        if let (Some(f), Val::Node(n)) = (self.fresh.as_mut(), v) {
-            if n.0 == f.node {
-                if f.memo_slot.is_none() {
-                    f.memo_slot = Some(key);
-                } else {
-                    self.fresh = None;
+        if let Val::Node(n) = v {
+            for fresh in [&mut self.fresh, &mut self.fresh_list] {
+                if let Some(f) = fresh.as_mut() {
+                    if n.0 == f.node {
+                        if f.memo_slot.is_none() {
+                            f.memo_slot = Some(key);
+                        } else {
+                            *fresh = None;
+                        }
+                    }
                 }
             }
         }
@@ -503,13 +577,18 @@ impl PickleMachine {
                     .get(k as usize)
                     .copied()
                     .unwrap_or(MEMO_WIDE);
-                let id = x >> 2;
-                match x & 3 {
+                let id = x >> MEMO_TAG_BITS;
+                match x & MEMO_TAG_MASK {
                     MEMO_STR => push_val(&mut self.stack, Val::Str(StrId(id))),
                     MEMO_NODE => {
                         if let Some(f) = self.fresh {
                             if f.node == id {
                                 self.fresh = None;
+                            }
+                        }
+                        if let Some(f) = self.fresh_list {
+                            if f.node == id {
+                                self.fresh_list = None;
                             }
                         }
                         push_val(&mut self.stack, Val::Node(NodeId(id)));
@@ -582,8 +661,13 @@ impl PickleMachine {
                     }
                 }
                 b']' => {
-                    let v = self.arena.push(Node::List(Vec::new()));
-                    push_val(&mut self.stack, v);
+                    let node = self.arena.nodes.len() as u32;
+                    self.arena.nodes.push(EMPTY_LIST_NODE);
+                    self.fresh_list = Some(Fresh {
+                        node,
+                        memo_slot: None,
+                    });
+                    push_val(&mut self.stack, Val::Node(NodeId(node)));
                 }
                 b')' => {
                     let v = self.arena.push(Node::Tuple(Box::new([])));
@@ -854,10 +938,14 @@ impl PickleMachine {
                         return Err(self.malformed(at, "SETITEMS with an odd number of items"));
                     }
                     let dict = self.stack[m - 1];
+                    let list = self.frames_list_in(&self.stack[m..]);
                     self.arena
                         .dict_set_items(dict, &self.stack[m..])
                         .map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
+                    if let Some(f) = list {
+                        self.drop_frames_list(f);
+                    }
                     self.settle_row(dict, m - 1);
                 }
                 b'0' => {
@@ -1138,6 +1226,70 @@ mod tests {
             ]
         );
         assert_eq!(arena.rows.time_us[0], 4);
+    }
+
+    /// `[{action: "alloc", frames: [frame]} x entries]` as torch writes it, where `frames` is a
+    /// fresh list (`fresh`), or a GET of the first entry's list.
+    fn entries_with_frames(fresh: &[bool], reuse_key: bool) -> Vec<u8> {
+        let mut b = vec![b']', b'q', 0];
+        // memo 1: the frame dict, 2: "action", 3: "alloc", 4: "frames", 5: the first list
+        b.extend_from_slice(&[b'}', b'q', 1, b'(']);
+        for (k, v) in [("filename", "f.py"), ("name", "g")] {
+            b.extend_from_slice(&short_str(k));
+            b.extend_from_slice(&short_str(v));
+        }
+        b.extend_from_slice(b"u0");
+        for (i, &new_list) in fresh.iter().enumerate() {
+            b.extend_from_slice(&[b'}', 0x94, b'(']);
+            if i == 0 {
+                b.extend_from_slice(&short_str("action"));
+                b.extend_from_slice(&[b'q', 2]);
+                b.extend_from_slice(&short_str("alloc"));
+                b.extend_from_slice(&[b'q', 3]);
+                b.extend_from_slice(&short_str("frames"));
+                b.extend_from_slice(&[b'q', 4]);
+            } else {
+                b.extend_from_slice(&[b'h', 2, b'h', 3, b'h', 4]);
+            }
+            if new_list {
+                let key = if i == 0 { 5 } else { 6 };
+                b.extend_from_slice(&[b']', b'q', key, b'h', 1, b'a']);
+                if i == 0 && reuse_key {
+                    // key 5 now names something else: the list must not take it back
+                    b.extend_from_slice(&[b'N', b'q', 5, b'0']);
+                }
+            } else {
+                b.extend_from_slice(&[b'h', 5]);
+            }
+            b.extend_from_slice(b"ua");
+        }
+        p2(&b)
+    }
+
+    #[test]
+    fn frames_lists_given_back_are_found_again_by_memo() {
+        for (fresh, reuse) in [
+            (&[true, false, false][..], false),
+            (&[true, true, false, true][..], false),
+            (&[true, false][..], true),
+        ] {
+            let b = entries_with_frames(fresh, reuse);
+            let (arena, top, _) = PickleMachine::decode_all(&b).unwrap_or_else(|e| panic!("{e}"));
+            let rows = &arena.rows.stack;
+            assert_eq!(rows.len(), fresh.len());
+            assert_eq!(arena.stack_interner.stacks.get(rows[0]).len(), 1);
+            let want = |i: usize| match reuse && i > 0 {
+                true => crate::model::StackId::EMPTY,
+                false => rows[0],
+            };
+            assert!(
+                rows.iter().enumerate().all(|(i, &s)| s == want(i)),
+                "{fresh:?}: {rows:?}"
+            );
+            assert!(matches!(arena.node(top), Some(Node::RowRange { .. })));
+            // nothing but the top list and the frame dict is left as a node
+            assert!(arena.nodes.len() <= 2, "{fresh:?}: {:?}", arena.nodes);
+        }
     }
 
     #[test]
