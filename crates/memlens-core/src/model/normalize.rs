@@ -60,7 +60,10 @@ fn to_json_inner(a: &Arena, v: Val, depth: usize, budget: &mut usize) -> serde_j
                 }
                 J::Object(m)
             }
-            Some(Node::List(_)) | Some(Node::Tuple(_)) | Some(Node::RowRange { .. }) => {
+            Some(Node::List(_))
+            | Some(Node::Tuple(_))
+            | Some(Node::NodeList(_))
+            | Some(Node::RowRange { .. }) => {
                 let items: Vec<Val> = a.seq(v).map(|it| it.collect()).unwrap_or_default();
                 J::Array(
                     items
@@ -100,10 +103,11 @@ impl RowList {
 fn row_list(a: &Arena, v: Val, what: &str, warnings: &mut Vec<String>) -> RowList {
     match a.node(v) {
         Some(Node::RowRange { start, end }) => RowList::Range(*start, *end),
-        Some(Node::List(items)) => {
-            let mut out = Vec::with_capacity(items.len());
+        Some(Node::List(_)) | Some(Node::NodeList(_)) => {
+            let items = a.seq(v).into_iter().flatten();
+            let mut out = Vec::with_capacity(a.seq_len(v).unwrap_or(0));
             let mut skipped = 0usize;
-            for &it in items {
+            for it in items {
                 match a.row_of(it) {
                     Some(r) => out.push(r.0),
                     None => skipped += 1,

@@ -101,6 +101,10 @@ impl Arena {
         };
         let items: Vec<Val> = match self.nodes.get_mut(n as usize) {
             Some(Node::Stack(s)) => return *s,
+            Some(Node::NodeList(ids)) => {
+                let ids = std::mem::take(ids);
+                return self.intern_node_list(n, ids);
+            }
             Some(Node::List(items)) => std::mem::take(items),
             Some(Node::Tuple(items)) => items.to_vec(),
             _ => return StackId::EMPTY,
@@ -123,6 +127,40 @@ impl Arena {
                 return id;
             }
         }
+        let id = self.intern_frames(items.into_iter());
+        if all_nodes {
+            self.stack_interner
+                .stack_by_nodes
+                .insert(nodes.clone().into_boxed_slice(), id);
+        }
+        self.stack_interner.scratch_nodes = nodes;
+        if let Some(slot) = self.nodes.get_mut(n as usize) {
+            *slot = Node::Stack(id);
+        }
+        id
+    }
+
+    /// [`Self::intern_stack`] of node `n`, a [`Node::NodeList`] of `ids`: looked up by the ids
+    /// as they are, no copy.
+    fn intern_node_list(&mut self, n: u32, ids: Vec<u32>) -> StackId {
+        let id = match self.stack_interner.stack_by_nodes.get(ids.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = self.intern_frames(ids.iter().map(|&i| Val::Node(NodeId(i))));
+                self.stack_interner
+                    .stack_by_nodes
+                    .insert(ids.into_boxed_slice(), id);
+                id
+            }
+        };
+        if let Some(slot) = self.nodes.get_mut(n as usize) {
+            *slot = Node::Stack(id);
+        }
+        id
+    }
+
+    /// The stack of these frame values (non-frames skipped).
+    fn intern_frames(&mut self, items: impl Iterator<Item = Val>) -> StackId {
         let mut scratch = std::mem::take(&mut self.stack_interner.scratch);
         scratch.clear();
         for item in items {
@@ -141,14 +179,6 @@ impl Arena {
             }
         };
         st.scratch = scratch;
-        if all_nodes {
-            st.stack_by_nodes
-                .insert(nodes.clone().into_boxed_slice(), id);
-        }
-        st.scratch_nodes = nodes;
-        if let Some(slot) = self.nodes.get_mut(n as usize) {
-            *slot = Node::Stack(id);
-        }
         id
     }
 }

@@ -6,8 +6,10 @@
 //! refused with the opcode's name and byte offset. Lengths from the input are checked against
 //! the bytes that are really there before anything is allocated.
 
-use super::value::{Arena, Node, Val};
+use super::strings::StrId;
+use super::value::{Arena, Node, NodeId, RowId, Val};
 use crate::error::DecodeError;
+use crate::model::StackId;
 use rustc_hash::FxHashMap;
 
 /// Result of feeding bytes.
@@ -24,7 +26,7 @@ pub struct PickleMachine {
     pub arena: Arena,
     stack: Vec<Val>,
     marks: Vec<usize>,
-    memo: Vec<Val>,
+    memo: Memo,
     memo_sparse: FxHashMap<u64, Val>,
     /// Absolute offset of the next unread byte.
     offset: u64,
@@ -37,13 +39,139 @@ pub struct PickleMachine {
     /// it. Once stored into a container it has left the stack and can no longer be a SETITEM(S)
     /// target, so no scan of container items is needed.
     fresh: Option<Fresh>,
+    /// The list opened by the last EMPTY_LIST, under the same rule as `fresh`: if it becomes
+    /// an entry's `frames`, its node is given back too (see [`Self::drop_frames_list`]).
+    fresh_list: Option<Fresh>,
+}
+
+/// The dense memo (keys `0..len`), 4 bytes a value: a real snapshot memoizes every trace
+/// entry, so a 16-byte [`Val`] per key was a fifth of the memory a decode touches. A row, node,
+/// string or stack id below 2^29 is held inline with a 3-bit tag; anything else (scalars, which
+/// pickle never memoizes itself, and huge ids) goes to `wide`, named by its index, or past
+/// 2^29 - 1 wide values (not possible below a 512 MiB file) to `overflow` by key. A stack
+/// slot is a `frames` list whose node was given back (see [`PickleMachine::drop_frames_list`]).
+#[derive(Default)]
+struct Memo {
+    slots: Vec<u32>,
+    wide: Vec<Val>,
+    overflow: FxHashMap<u64, Val>,
+}
+
+const MEMO_ROW: u32 = 0;
+const MEMO_NODE: u32 = 1;
+const MEMO_STR: u32 = 2;
+const MEMO_STACK: u32 = 3;
+const MEMO_WIDE: u32 = 4;
+/// A stack slot whose list was already brought back once (the next GET keeps the node).
+const MEMO_STACK_AGAIN: u32 = 5;
+const MEMO_TAG_BITS: u32 = 3;
+const MEMO_TAG_MASK: u32 = (1 << MEMO_TAG_BITS) - 1;
+const MEMO_INLINE_MAX: u32 = 1 << (32 - MEMO_TAG_BITS);
+const MEMO_OVERFLOW: u32 = (MEMO_INLINE_MAX - 1) << MEMO_TAG_BITS | MEMO_WIDE;
+
+impl Memo {
+    #[inline]
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    #[inline]
+    fn encode(&mut self, key: u64, v: Val) -> u32 {
+        let (tag, id) = match v {
+            Val::Row(r) => (MEMO_ROW, r.0),
+            Val::Node(n) => (MEMO_NODE, n.0),
+            Val::Str(s) => (MEMO_STR, s.0),
+            _ => (MEMO_WIDE, MEMO_INLINE_MAX),
+        };
+        if id < MEMO_INLINE_MAX {
+            return id << MEMO_TAG_BITS | tag;
+        }
+        self.encode_wide(key, v)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn encode_wide(&mut self, key: u64, v: Val) -> u32 {
+        let i = self.wide.len() as u32;
+        if i < MEMO_INLINE_MAX - 1 {
+            self.wide.push(v);
+            i << MEMO_TAG_BITS | MEMO_WIDE
+        } else {
+            self.overflow.insert(key, v);
+            MEMO_OVERFLOW
+        }
+    }
+
+    /// The value of `key`; a stack slot is `Err((stack id, given back before))`.
+    fn get(&self, key: u64) -> Option<Result<Val, (StackId, bool)>> {
+        let x = *self.slots.get(key as usize)?;
+        let id = x >> MEMO_TAG_BITS;
+        Some(Ok(match x & MEMO_TAG_MASK {
+            MEMO_STR => Val::Str(StrId(id)),
+            MEMO_NODE => Val::Node(NodeId(id)),
+            MEMO_ROW => Val::Row(RowId(id)),
+            MEMO_STACK => return Some(Err((StackId(id), false))),
+            MEMO_STACK_AGAIN => return Some(Err((StackId(id), true))),
+            _ if x == MEMO_OVERFLOW => return self.overflow.get(&key).copied().map(Ok),
+            _ => return self.wide.get(id as usize).copied().map(Ok),
+        }))
+    }
+
+    /// Makes existing key `key` a stack slot; `false` where the id does not fit inline.
+    fn set_stack(&mut self, key: u64, s: StackId, again: bool) -> bool {
+        let tag = if again { MEMO_STACK_AGAIN } else { MEMO_STACK };
+        match self.slots.get_mut(key as usize) {
+            Some(slot) if s.0 < MEMO_INLINE_MAX => {
+                *slot = s.0 << MEMO_TAG_BITS | tag;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets an existing key (`key < len`).
+    #[inline]
+    fn set(&mut self, key: u64, v: Val) {
+        let x = self.encode(key, v);
+        if let Some(slot) = self.slots.get_mut(key as usize) {
+            *slot = x;
+        }
+    }
+
+    /// Sets key `len`.
+    #[inline]
+    fn push(&mut self, v: Val) {
+        let x = self.encode(self.slots.len() as u64, v);
+        self.slots.push(x);
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Fresh {
     node: u32,
     memo_slot: Option<u64>,
+    /// A list brought back from a stack slot.
+    again: bool,
 }
+
+/// `stack.push(v)` with the growth out of line and cold (-1 % instructions on a real trace).
+#[inline(always)]
+fn push_val(stack: &mut Vec<Val>, v: Val) {
+    if stack.len() == stack.capacity() {
+        grow_stack(stack);
+    }
+    stack.push(v);
+}
+
+#[cold]
+#[inline(never)]
+fn grow_stack(stack: &mut Vec<Val>) {
+    stack.reserve(stack.len().max(64));
+}
+
+/// Pushed by EMPTY_DICT (a constant, so the node is not assembled in a temporary first).
+const EMPTY_DICT_NODE: Node = Node::Dict(Vec::new());
+const EMPTY_LIST_NODE: Node = Node::List(Vec::new());
 
 impl Default for PickleMachine {
     fn default() -> Self {
@@ -146,13 +274,14 @@ impl PickleMachine {
             arena,
             stack: Vec::with_capacity(1024),
             marks: Vec::with_capacity(64),
-            memo: Vec::new(),
+            memo: Memo::default(),
             memo_sparse: FxHashMap::default(),
             offset: 0,
             total_len: None,
             protocol: 0,
             result: None,
             fresh: None,
+            fresh_list: None,
         }
     }
 
@@ -161,7 +290,7 @@ impl PickleMachine {
     /// [`Self::reserve_rows_ahead`]). The memo is sized for one memoized value per 96 bytes.
     pub fn set_total_len(&mut self, n: u64) {
         self.total_len = Some(n);
-        self.memo.reserve((n / 96).min(1 << 26) as usize);
+        self.memo.slots.reserve((n / 96).min(1 << 26) as usize);
     }
 
     /// Keeps the trace columns' capacity ahead of the rows the rest of the file will bring,
@@ -232,10 +361,28 @@ impl PickleMachine {
             .ok_or_else(|| self.malformed(at, format!("{} without a MARK", opcode_name(op))))
     }
 
-    #[inline]
+    /// GET of a key that is not an inline slot (see the `get!` fast path in [`Self::feed`]).
+    #[inline(never)]
     fn memo_get(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
-        let v = match self.memo.get(key as usize) {
-            Some(v) => *v,
+        let v = match self.memo.get(key) {
+            Some(Ok(v)) => v,
+            Some(Err((stack, again))) => {
+                // A frames list given back comes back as a node holding its stack. The first
+                // time it is fresh like a new list (an entry right after the one that gave it
+                // back often shares it, and gives it back again); the second time it stays,
+                // as a list shared by many entries is GET once an entry.
+                let node = self.arena.nodes.len() as u32;
+                let v = self.arena.push(Node::Stack(stack));
+                self.memo.set(key, v);
+                if !again {
+                    self.fresh_list = Some(Fresh {
+                        node,
+                        memo_slot: Some(key),
+                        again: true,
+                    });
+                }
+                return Ok(v);
+            }
             None => self
                 .memo_sparse
                 .get(&key)
@@ -246,13 +393,56 @@ impl PickleMachine {
         Ok(v)
     }
 
-    /// A second reference to the fresh dict exists: it must keep its node.
+    /// A second reference to the fresh dict or list exists: it must keep its node.
     fn unfresh(&mut self, v: Val) {
         if let (Some(f), Val::Node(n)) = (self.fresh, v) {
             if n.0 == f.node {
                 self.fresh = None;
             }
         }
+        if let (Some(f), Val::Node(n)) = (self.fresh_list, v) {
+            if n.0 == f.node {
+                self.fresh_list = None;
+            }
+        }
+    }
+
+    /// Before SETITEMS with `kv`: the fresh list, if it is the newest node and one of the
+    /// values (so, with no second reference, it is referred to only by `kv` and its memo slot).
+    fn frames_list_in(&self, kv: &[Val]) -> Option<Fresh> {
+        let f = self.fresh_list?;
+        if self.arena.nodes.len() != f.node as usize + 1 {
+            return None;
+        }
+        let v = Val::Node(NodeId(f.node));
+        kv.chunks_exact(2).any(|p| p[1] == v).then_some(f)
+    }
+
+    /// After SETITEMS: if the list `f` found by [`Self::frames_list_in`] became the entry's
+    /// interned stack, nothing holds its node any more but its memo slot, which now names the
+    /// stack; the node is given back, so the entry's dict node can be given back too (a fresh
+    /// frames list per entry otherwise keeps two 32-byte nodes an entry alive).
+    fn drop_frames_list(&mut self, f: Fresh) {
+        self.fresh_list = None;
+        if self.arena.nodes.len() != f.node as usize + 1 {
+            return;
+        }
+        let Some(&Node::Stack(s)) = self.arena.nodes.last() else {
+            return;
+        };
+        let v = Val::Node(NodeId(f.node));
+        // (A slot since overwritten by another PUT no longer refers to the list.)
+        if let Some(k) = f.memo_slot {
+            let dense = self.memo.get(k) == Some(Ok(v));
+            let can_drop = match dense {
+                true => self.memo.set_stack(k, s, f.again),
+                false => self.memo_sparse.get(&k) != Some(&v),
+            };
+            if !can_drop {
+                return;
+            }
+        }
+        self.arena.nodes.pop();
     }
 
     /// After SETITEM(S) on `dict` held at `stack_pos`: if it became a trace row and nothing else
@@ -272,28 +462,34 @@ impl PickleMachine {
             *slot = Val::Row(r);
         }
         if let Some(k) = f.memo_slot {
-            match self.memo.get_mut(k as usize) {
-                Some(m) => *m = Val::Row(r),
-                None => {
-                    self.memo_sparse.insert(k, Val::Row(r));
-                }
+            // (A slot since overwritten by another PUT no longer refers to the dict.)
+            let v = Val::Node(n);
+            if self.memo.get(k) == Some(Ok(v)) {
+                self.memo.set(k, Val::Row(r));
+            } else if let Some(m) = self.memo_sparse.get_mut(&k).filter(|m| **m == v) {
+                *m = Val::Row(r);
             }
         }
     }
 
+    #[inline]
     fn memo_put(&mut self, key: u64, v: Val) {
-        if let (Some(f), Val::Node(n)) = (self.fresh.as_mut(), v) {
-            if n.0 == f.node {
-                if f.memo_slot.is_none() {
-                    f.memo_slot = Some(key);
-                } else {
-                    self.fresh = None;
+        if let Val::Node(n) = v {
+            for fresh in [&mut self.fresh, &mut self.fresh_list] {
+                if let Some(f) = fresh.as_mut() {
+                    if n.0 == f.node {
+                        if f.memo_slot.is_none() {
+                            f.memo_slot = Some(key);
+                        } else {
+                            *fresh = None;
+                        }
+                    }
                 }
             }
         }
         let len = self.memo.len() as u64;
         if key < len {
-            self.memo[key as usize] = v;
+            self.memo.set(key, v);
         } else if key == len {
             self.memo.push(v);
             // absorb sparse keys that became dense
@@ -382,6 +578,40 @@ impl PickleMachine {
                 }
             }};
         }
+        // GET: each tag pushes its own value, straight from the 4-byte slot (no `Val` temporary).
+        macro_rules! get {
+            ($k:expr, $at:expr) => {{
+                let k: u64 = $k;
+                let x = self
+                    .memo
+                    .slots
+                    .get(k as usize)
+                    .copied()
+                    .unwrap_or(MEMO_WIDE);
+                let id = x >> MEMO_TAG_BITS;
+                match x & MEMO_TAG_MASK {
+                    MEMO_STR => push_val(&mut self.stack, Val::Str(StrId(id))),
+                    MEMO_NODE => {
+                        if let Some(f) = self.fresh {
+                            if f.node == id {
+                                self.fresh = None;
+                            }
+                        }
+                        if let Some(f) = self.fresh_list {
+                            if f.node == id {
+                                self.fresh_list = None;
+                            }
+                        }
+                        push_val(&mut self.stack, Val::Node(NodeId(id)));
+                    }
+                    MEMO_ROW => push_val(&mut self.stack, Val::Row(RowId(id))),
+                    _ => {
+                        let v = self.memo_get(k, $at)?;
+                        push_val(&mut self.stack, v);
+                    }
+                }
+            }};
+        }
         loop {
             let start = pos;
             let at = base + start as u64;
@@ -416,20 +646,45 @@ impl PickleMachine {
                     return Ok(Progress::Done(pos));
                 }
                 b'}' => {
-                    let v = self.arena.push(Node::Dict(Vec::new()));
+                    let node = self.arena.nodes.len() as u32;
+                    self.arena.nodes.push(EMPTY_DICT_NODE);
                     self.fresh = Some(Fresh {
-                        node: self.arena.nodes.len() as u32 - 1,
+                        node,
                         memo_slot: None,
+                        again: false,
                     });
-                    self.stack.push(v);
+                    // (The value is spelled out at each use: one shared temporary is assembled
+                    // in memory and read back whole, a store-forwarding stall.)
+                    push_val(&mut self.stack, Val::Node(NodeId(node)));
+                    // Nearly every dict is memoized at once: done here, where the value is at
+                    // hand, instead of reading it back from the stack.
+                    match buf.get(pos) {
+                        Some(0x94) => {
+                            pos += 1;
+                            let k = self.memo.len() as u64;
+                            self.memo_put(k, Val::Node(NodeId(node)));
+                        }
+                        Some(b'q') if pos + 1 < buf.len() => {
+                            let k = buf[pos + 1] as u64;
+                            pos += 2;
+                            self.memo_put(k, Val::Node(NodeId(node)));
+                        }
+                        _ => {}
+                    }
                 }
                 b']' => {
-                    let v = self.arena.push(Node::List(Vec::new()));
-                    self.stack.push(v);
+                    let node = self.arena.nodes.len() as u32;
+                    self.arena.nodes.push(EMPTY_LIST_NODE);
+                    self.fresh_list = Some(Fresh {
+                        node,
+                        memo_slot: None,
+                        again: false,
+                    });
+                    push_val(&mut self.stack, Val::Node(NodeId(node)));
                 }
                 b')' => {
                     let v = self.arena.push(Node::Tuple(Box::new([])));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 0x94 => {
                     let v = self.top(at, op)?;
@@ -455,91 +710,88 @@ impl PickleMachine {
                 }
                 b'h' => {
                     let k = need!(start, 1, op)[0] as u64;
-                    let v = self.memo_get(k, at)?;
-                    self.stack.push(v);
+                    get!(k, at);
                 }
                 b'j' => {
                     let b = need!(start, 4, op);
                     let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
-                    let v = self.memo_get(k, at)?;
-                    self.stack.push(v);
+                    get!(k, at);
                 }
                 b'g' => {
                     let l = line!(start, op);
                     let k = parse_dec_u64(l).ok_or_else(|| self.malformed(at, "bad GET key"))?;
-                    let v = self.memo_get(k, at)?;
-                    self.stack.push(v);
+                    get!(k, at);
                 }
                 0x8c => {
                     let n = need!(start, 1, op)[0] as usize;
                     let s = need!(start, n, op);
                     let id = self.arena.strings.intern_bytes(s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 b'X' => {
                     let b = need!(start, 4, op);
                     let n = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
                     let s = need!(start, n, op);
                     let id = self.arena.strings.intern_bytes(s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 0x8d => {
                     let b = need!(start, 8, op);
                     let n = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
                     let s = need!(start, n, op);
                     let id = self.arena.strings.intern_bytes(s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 b'V' => {
                     let l = line!(start, op);
                     let s = unescape_raw_unicode(l);
                     let id = self.arena.strings.intern(&s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 // Python 2 byte strings: kept as text (they only ever hold ASCII names here).
                 b'U' => {
                     let n = need!(start, 1, op)[0] as usize;
                     let s = need!(start, n, op);
                     let id = self.arena.strings.intern_bytes(s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 b'T' => {
                     let b = need!(start, 4, op);
                     let n = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
                     let s = need!(start, n, op);
                     let id = self.arena.strings.intern_bytes(s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 b'S' => {
                     let l = line!(start, op);
                     let s = unquote_py_string(l)
                         .ok_or_else(|| self.malformed(at, "bad STRING literal"))?;
                     let id = self.arena.strings.intern_bytes(&s);
-                    self.stack.push(Val::Str(id));
+                    push_val(&mut self.stack, Val::Str(id));
                 }
                 b'C' => {
                     let n = need!(start, 1, op)[0] as usize;
                     let s = need!(start, n, op).to_vec().into_boxed_slice();
                     let v = self.arena.push(Node::Bytes(s));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'B' => {
                     let b = need!(start, 4, op);
                     let n = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
                     let s = need!(start, n, op).to_vec().into_boxed_slice();
                     let v = self.arena.push(Node::Bytes(s));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 0x8e | 0x96 => {
                     let b = need!(start, 8, op);
                     let n = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
                     let s = need!(start, n, op).to_vec().into_boxed_slice();
                     let v = self.arena.push(Node::Bytes(s));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'K' => {
                     let b = need!(start, 1, op);
-                    self.stack.push(Val::Int(b[0] as i64));
+                    push_val(&mut self.stack, Val::Int(b[0] as i64));
                 }
                 b'M' => {
                     let b = need!(start, 2, op);
@@ -554,8 +806,13 @@ impl PickleMachine {
                 0x8a => {
                     let n = need!(start, 1, op)[0] as usize;
                     let b = need!(start, n, op);
-                    let v = self.long_bytes(b);
-                    self.stack.push(v);
+                    // Two push sites, so the common one stores the int straight from registers.
+                    if b.len() <= 8 {
+                        push_val(&mut self.stack, Val::Int(le_i64(b)));
+                    } else {
+                        let v = self.long_bytes_big(b);
+                        push_val(&mut self.stack, v);
+                    }
                 }
                 0x8b => {
                     let b = need!(start, 4, op);
@@ -565,7 +822,7 @@ impl PickleMachine {
                     }
                     let b = need!(start, n as u64, op);
                     let v = self.long_bytes(b);
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'I' => {
                     let l = line!(start, op);
@@ -576,7 +833,7 @@ impl PickleMachine {
                             .parse_text_int(l)
                             .ok_or_else(|| self.malformed(at, "bad INT literal"))?,
                     };
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'L' => {
                     let l = line!(start, op);
@@ -584,7 +841,7 @@ impl PickleMachine {
                     let v = self
                         .parse_text_int(l)
                         .ok_or_else(|| self.malformed(at, "bad LONG literal"))?;
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'F' => {
                     let l = line!(start, op);
@@ -592,16 +849,16 @@ impl PickleMachine {
                         .ok()
                         .and_then(|s| s.trim().parse::<f64>().ok())
                         .ok_or_else(|| self.malformed(at, "bad FLOAT literal"))?;
-                    self.stack.push(Val::Float(f));
+                    push_val(&mut self.stack, Val::Float(f));
                 }
                 b'G' => {
                     let b = need!(start, 8, op);
                     let f = f64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-                    self.stack.push(Val::Float(f));
+                    push_val(&mut self.stack, Val::Float(f));
                 }
-                b'N' => self.stack.push(Val::None),
-                0x88 => self.stack.push(Val::Bool(true)),
-                0x89 => self.stack.push(Val::Bool(false)),
+                b'N' => push_val(&mut self.stack, Val::None),
+                0x88 => push_val(&mut self.stack, Val::Bool(true)),
+                0x89 => push_val(&mut self.stack, Val::Bool(false)),
                 b'a' => {
                     let item = self.pop(at, op)?;
                     let list = self.top(at, op)?;
@@ -634,7 +891,7 @@ impl PickleMachine {
                 }
                 0x8f => {
                     let v = self.arena.push(Node::List(Vec::new()));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 0x91 | b'l' => {
                     let m = self.pop_mark(at, op)?;
@@ -643,13 +900,13 @@ impl PickleMachine {
                     self.arena
                         .list_extend(v, &items)
                         .map_err(|e| self.malformed(at, e))?;
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b't' => {
                     let m = self.pop_mark(at, op)?;
                     let items: Box<[Val]> = self.stack.drain(m.min(self.stack.len())..).collect();
                     let v = self.arena.push(Node::Tuple(items));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 0x85..=0x87 => {
                     let n = (op - 0x84) as usize;
@@ -661,7 +918,7 @@ impl PickleMachine {
                     }
                     let items: Box<[Val]> = self.stack.drain(self.stack.len() - n..).collect();
                     let v = self.arena.push(Node::Tuple(items));
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'd' => {
                     let m = self.pop_mark(at, op)?;
@@ -673,7 +930,7 @@ impl PickleMachine {
                     self.arena
                         .dict_set_items(v, &kv)
                         .map_err(|e| self.malformed(at, e))?;
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b's' => {
                     let value = self.pop(at, op)?;
@@ -694,10 +951,14 @@ impl PickleMachine {
                         return Err(self.malformed(at, "SETITEMS with an odd number of items"));
                     }
                     let dict = self.stack[m - 1];
+                    let list = self.frames_list_in(&self.stack[m..]);
                     self.arena
                         .dict_set_items(dict, &self.stack[m..])
                         .map_err(|e| self.malformed(at, e))?;
                     self.stack.truncate(m);
+                    if let Some(f) = list {
+                        self.drop_frames_list(f);
+                    }
                     self.settle_row(dict, m - 1);
                 }
                 b'0' => {
@@ -714,7 +975,7 @@ impl PickleMachine {
                 b'2' => {
                     let v = self.top(at, op)?;
                     self.unfresh(v);
-                    self.stack.push(v);
+                    push_val(&mut self.stack, v);
                 }
                 b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' | b'P' | b'Q' | 0x82
                 | 0x83 | 0x84 | 0x97 | 0x98 => {
@@ -739,18 +1000,24 @@ impl PickleMachine {
         if b.len() <= 8 {
             Val::Int(le_i64(b))
         } else {
-            // Shrink redundant sign bytes so small values stay inline.
-            let neg = b.last().is_some_and(|&x| x & 0x80 != 0);
-            let mut n = b.len();
-            let fill = if neg { 0xff } else { 0 };
-            while n > 8 && b[n - 1] == fill && (b[n - 2] & 0x80 != 0) == neg {
-                n -= 1;
-            }
-            if n <= 8 {
-                Val::Int(le_i64(&b[..n]))
-            } else {
-                self.arena.push(Node::BigInt(b.to_vec().into_boxed_slice()))
-            }
+            self.long_bytes_big(b)
+        }
+    }
+
+    /// LONG1/LONG4 payload of more than 8 bytes.
+    #[inline(never)]
+    fn long_bytes_big(&mut self, b: &[u8]) -> Val {
+        // Shrink redundant sign bytes so small values stay inline.
+        let neg = b.last().is_some_and(|&x| x & 0x80 != 0);
+        let mut n = b.len();
+        let fill = if neg { 0xff } else { 0 };
+        while n > 8 && b[n - 1] == fill && (b[n - 2] & 0x80 != 0) == neg {
+            n -= 1;
+        }
+        if n <= 8 {
+            Val::Int(le_i64(&b[..n]))
+        } else {
+            self.arena.push(Node::BigInt(b.to_vec().into_boxed_slice()))
         }
     }
 
@@ -838,6 +1105,219 @@ fn unquote_py_string(l: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::le_i64;
+    use super::{PickleMachine, Val};
+    use crate::raw::value::Node;
+
+    /// Protocol-2 pickle of `body` (opcodes after PROTO, before STOP).
+    fn p2(body: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x80, 2];
+        v.extend_from_slice(body);
+        v.push(b'.');
+        v
+    }
+
+    fn short_str(s: &str) -> Vec<u8> {
+        let mut v = vec![0x8c, s.len() as u8];
+        v.extend_from_slice(s.as_bytes());
+        v
+    }
+
+    #[test]
+    fn memoized_scalars_and_overwritten_keys_come_back() {
+        // [5, 5.5, None, 5, 5.5, None, "x", "x"] with each scalar PUT and then GET, and key 0
+        // overwritten from a list to a string.
+        let mut b = vec![b']', b'q', 0, b'('];
+        b.extend_from_slice(&[b'K', 5, b'q', 1]);
+        b.extend_from_slice(&[b'G', 0x40, 0x16, 0, 0, 0, 0, 0, 0, b'q', 2]);
+        b.extend_from_slice(&[b'N', b'q', 3]);
+        b.extend_from_slice(&[b'h', 1, b'h', 2, b'h', 3]);
+        b.extend_from_slice(&short_str("x"));
+        b.extend_from_slice(&[b'q', 0, b'h', 0, b'e']);
+        let (arena, top, _) = PickleMachine::decode_all(&p2(&b)).unwrap_or_else(|e| panic!("{e}"));
+        let items: Vec<Val> = arena.seq(top).map(|i| i.collect()).unwrap_or_default();
+        let x = arena.strings.lookup("x").map(Val::Str);
+        assert_eq!(
+            items,
+            [
+                Val::Int(5),
+                Val::Float(5.5),
+                Val::None,
+                Val::Int(5),
+                Val::Float(5.5),
+                Val::None,
+                x.unwrap_or(Val::None),
+                x.unwrap_or(Val::None),
+            ]
+        );
+    }
+
+    /// `{keys[i]: values[i]}` as EMPTY_DICT MEMOIZE MARK ... SETITEMS, in a list.
+    fn entry_list(pairs: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = vec![b']', 0x94, b'}', 0x94, b'('];
+        for (k, v) in pairs {
+            b.extend_from_slice(&short_str(k));
+            b.extend_from_slice(v);
+        }
+        b.extend_from_slice(b"ua");
+        p2(&b)
+    }
+
+    #[test]
+    fn entries_with_repeated_keys_read_like_a_python_dict_write() {
+        let alloc = short_str("alloc");
+        let free = short_str("free_completed");
+        let q = short_str("?");
+        type Case<'a> = (Vec<(&'a str, &'a [u8])>, &'a str, u64, u64);
+        let cases: Vec<Case> = vec![
+            // plain
+            (
+                vec![
+                    ("action", &alloc),
+                    ("addr", &[b'K', 7]),
+                    ("size", &[b'K', 9]),
+                ],
+                "alloc",
+                7,
+                0,
+            ),
+            // a repeated field: the last value wins, odd values are counted where they occur
+            (
+                vec![
+                    ("action", &alloc),
+                    ("addr", &[b'K', 7]),
+                    ("addr", &[0x88]),
+                    ("addr", &[b'K', 8]),
+                ],
+                "alloc",
+                8,
+                0,
+            ),
+            (
+                vec![("addr", b"N"), ("action", &alloc), ("addr", &q)],
+                "alloc",
+                0,
+                1,
+            ),
+            // a repeated action whose last value is not a string keeps the string
+            (
+                vec![("action", &free), ("action", &[b'K', 1])],
+                "free_completed",
+                0,
+                0,
+            ),
+        ];
+        for (pairs, action, addr, odd) in cases {
+            let (arena, top, _) =
+                PickleMachine::decode_all(&entry_list(&pairs)).unwrap_or_else(|e| panic!("{e}"));
+            let rows = &arena.rows;
+            assert_eq!(rows.len(), 1, "{pairs:?}");
+            assert_eq!(arena.strings.get(rows.action[0]), action, "{pairs:?}");
+            assert_eq!(rows.addr[0], addr, "{pairs:?}");
+            assert_eq!(rows.odd_values, odd, "{pairs:?}");
+            assert!(matches!(
+                arena.node(top),
+                Some(Node::RowRange { start: 0, end: 1 })
+            ));
+        }
+    }
+
+    #[test]
+    fn entry_extras_are_kept_in_file_order() {
+        let b = entry_list(&[
+            ("category", &short_str("c")),
+            ("action", &short_str("oom")),
+            ("device_free", &[b'K', 3]),
+            ("time_us", &[b'K', 4]),
+        ]);
+        let (arena, _, _) = PickleMachine::decode_all(&b).unwrap_or_else(|e| panic!("{e}"));
+        let c = arena.strings.lookup("c").unwrap_or_default();
+        assert_eq!(
+            arena.rows.extras,
+            [
+                (0, crate::raw::RowExtra::Category(c)),
+                (0, crate::raw::RowExtra::DeviceFree(3)),
+            ]
+        );
+        assert_eq!(arena.rows.time_us[0], 4);
+    }
+
+    /// `[{action: "alloc", frames: [frame]} x entries]` as torch writes it, where `frames` is a
+    /// fresh list (`fresh`), or a GET of the first entry's list.
+    fn entries_with_frames(fresh: &[bool], reuse_key: bool) -> Vec<u8> {
+        let mut b = vec![b']', b'q', 0];
+        // memo 1: the frame dict, 2: "action", 3: "alloc", 4: "frames", 5: the first list
+        b.extend_from_slice(&[b'}', b'q', 1, b'(']);
+        for (k, v) in [("filename", "f.py"), ("name", "g")] {
+            b.extend_from_slice(&short_str(k));
+            b.extend_from_slice(&short_str(v));
+        }
+        b.extend_from_slice(b"u0");
+        for (i, &new_list) in fresh.iter().enumerate() {
+            b.extend_from_slice(&[b'}', 0x94, b'(']);
+            if i == 0 {
+                b.extend_from_slice(&short_str("action"));
+                b.extend_from_slice(&[b'q', 2]);
+                b.extend_from_slice(&short_str("alloc"));
+                b.extend_from_slice(&[b'q', 3]);
+                b.extend_from_slice(&short_str("frames"));
+                b.extend_from_slice(&[b'q', 4]);
+            } else {
+                b.extend_from_slice(&[b'h', 2, b'h', 3, b'h', 4]);
+            }
+            if new_list {
+                let key = if i == 0 { 5 } else { 6 };
+                b.extend_from_slice(&[b']', b'q', key, b'h', 1, b'a']);
+                if i == 0 && reuse_key {
+                    // key 5 now names something else: the list must not take it back
+                    b.extend_from_slice(&[b'N', b'q', 5, b'0']);
+                }
+            } else {
+                b.extend_from_slice(&[b'h', 5]);
+            }
+            b.extend_from_slice(b"ua");
+        }
+        p2(&b)
+    }
+
+    #[test]
+    fn frames_lists_given_back_are_found_again_by_memo() {
+        // (entries with a fresh list or not, key of the first list reused, nodes left)
+        for (fresh, reuse, nodes) in [
+            // the third GET of a list keeps its node, and so its entry's dict node
+            (&[true, false, false][..], false, 4),
+            (&[true, true, false, true][..], false, 2),
+            (&[true, false][..], true, 2),
+        ] {
+            let b = entries_with_frames(fresh, reuse);
+            let (arena, top, _) = PickleMachine::decode_all(&b).unwrap_or_else(|e| panic!("{e}"));
+            let rows = &arena.rows.stack;
+            assert_eq!(rows.len(), fresh.len());
+            assert_eq!(arena.stack_interner.stacks.get(rows[0]).len(), 1);
+            let want = |i: usize| match reuse && i > 0 {
+                true => crate::model::StackId::EMPTY,
+                false => rows[0],
+            };
+            assert!(
+                rows.iter().enumerate().all(|(i, &s)| s == want(i)),
+                "{fresh:?}: {rows:?}"
+            );
+            assert!(matches!(arena.node(top), Some(Node::RowRange { .. })));
+            assert_eq!(arena.nodes.len(), nodes, "{fresh:?}: {:?}", arena.nodes);
+        }
+    }
+
+    #[test]
+    fn a_dict_without_an_action_string_stays_a_dict() {
+        let b = entry_list(&[("action", &[b'K', 1]), ("addr", &short_str("x"))]);
+        let (arena, top, _) = PickleMachine::decode_all(&b).unwrap_or_else(|e| panic!("{e}"));
+        assert!(arena.rows.is_empty());
+        assert_eq!(arena.rows.odd_values, 0);
+        let d = arena
+            .seq(top)
+            .and_then(|mut i| i.next())
+            .unwrap_or(Val::None);
+        assert_eq!(arena.dict_items(d).map(|i| i.len()), Some(2));
+    }
 
     #[test]
     fn little_endian_ints_sign_extend_like_python() {

@@ -37,6 +37,9 @@ pub enum Node {
     /// Little-endian two's complement, as pickle's LONG1/LONG4 store it.
     BigInt(Box<[u8]>),
     Bytes(Box<[u8]>),
+    /// A list whose items are all containers (a fresh `frames` list of memo-shared frame
+    /// dicts, mostly): their node ids, 4 bytes an item.
+    NodeList(Vec<u32>),
     /// A list whose items are the trace rows `start..end`, in order.
     RowRange {
         start: u32,
@@ -84,6 +87,14 @@ const KEY_INTERNAL_METADATA: u32 = 10;
 const KEY_POOL_ID: u32 = 11;
 const KEY_FORWARD_FRAMES: u32 = 12;
 const KEY_CATEGORY: u32 = 13;
+/// Key ids below this are gathered by id when a row is built.
+const KEY_SLOTS: usize = 16;
+/// The keys stored sparsely ([`RowExtra`]).
+const EXTRA_KEYS: u32 = 1 << KEY_DEVICE_FREE
+    | 1 << KEY_INTERNAL_METADATA
+    | 1 << KEY_POOL_ID
+    | 1 << KEY_FORWARD_FRAMES
+    | 1 << KEY_CATEGORY;
 
 impl Keys {
     /// Interns the keys first, in the order of the `KEY_*` ids (checked by a test).
@@ -269,6 +280,29 @@ impl Arena {
         // A list that already holds something other than rows (frames lists, mostly) stays a
         // plain list: no per-item row check. `normalize` still finds rows in it via `row_of`.
         let first_is_row = items.first().is_some_and(|&f| self.row_of(f).is_some());
+        match self.nodes.get_mut(li) {
+            Some(node @ Node::List(_)) if !first_is_row && !items.is_empty() => {
+                if let (Node::List(v), Some(ids)) = (&*node, node_ids(items)) {
+                    if v.is_empty() {
+                        *node = Node::NodeList(ids);
+                        return Ok(());
+                    }
+                }
+            }
+            Some(node @ Node::NodeList(_)) => {
+                if let Node::NodeList(ids) = node {
+                    if let Some(more) = node_ids(items) {
+                        ids.extend_from_slice(&more);
+                        return Ok(());
+                    }
+                    let mut v: Vec<Val> = ids.iter().map(|&i| Val::Node(NodeId(i))).collect();
+                    v.extend_from_slice(items);
+                    *node = Node::List(v);
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
         if let Some(Node::List(v)) = self.nodes.get_mut(li) {
             let plain = match v.first() {
                 Some(f) => !matches!(f, Val::Row(_)),
@@ -318,21 +352,19 @@ impl Arena {
             return Err("SETITEM on a value that is not a dict");
         };
         let di = di as usize;
-        let action = self.keys.action;
         match self.nodes.get(di) {
             Some(Node::Dict(items)) => {
-                let is_entry = items.is_empty()
-                    && kv
-                        .chunks_exact(2)
-                        .any(|p| p[0] == Val::Str(action) && matches!(p[1], Val::Str(_)));
-                if is_entry {
-                    let r = self.rows.push_default();
-                    self.apply_row(r, kv);
-                    if let Some(n) = self.nodes.get_mut(di) {
-                        *n = Node::Row(RowId(r));
+                let row = if items.is_empty() {
+                    self.new_row(kv)
+                } else {
+                    None
+                };
+                match (row, self.nodes.get_mut(di)) {
+                    (Some(r), Some(n)) => *n = Node::Row(RowId(r)),
+                    (None, Some(Node::Dict(items))) => {
+                        items.extend(kv.chunks_exact(2).map(|p| (p[0], p[1])))
                     }
-                } else if let Some(Node::Dict(items)) = self.nodes.get_mut(di) {
-                    items.extend(kv.chunks_exact(2).map(|p| (p[0], p[1])));
+                    _ => {}
                 }
                 Ok(())
             }
@@ -343,6 +375,74 @@ impl Arena {
             }
             _ => Err("SETITEM on a value that is not a dict"),
         }
+    }
+
+    /// The items of an empty dict as a new trace row, if they make one (an `action` string
+    /// among them). The common case, each known key once, fills every column once from the
+    /// values gathered by key id; a repeated key takes the general path, field by field in
+    /// file order.
+    fn new_row(&mut self, kv: &[Val]) -> Option<u32> {
+        let mut by_key = [Val::None; KEY_SLOTS];
+        let mut present = 0u32;
+        let mut known = 0u32;
+        for p in kv.chunks_exact(2) {
+            if let Val::Str(StrId(k)) = p[0] {
+                if (k as usize) < KEY_SLOTS {
+                    by_key[k as usize] = p[1];
+                    present |= 1 << k;
+                    known += 1;
+                }
+            }
+        }
+        let Val::Str(action) = by_key[KEY_ACTION as usize] else {
+            // No `action`, or a repeated one whose last value is not a string.
+            return self.new_row_general(kv);
+        };
+        if known != present.count_ones() {
+            return self.new_row_general(kv);
+        }
+        let addr = self.u64_field(by_key[KEY_ADDR as usize]);
+        let size = self.u64_field(by_key[KEY_SIZE as usize]);
+        let stream = self.int_bits(by_key[KEY_STREAM as usize]);
+        let time_us = match by_key[KEY_TIME_US as usize] {
+            Val::Int(t) => t,
+            Val::Float(f) => f as i64,
+            _ => TIME_NONE,
+        };
+        let stack = self.intern_stack(by_key[KEY_FRAMES as usize]);
+        let compile_context = self.str_field(by_key[KEY_COMPILE_CONTEXT as usize]);
+        let user_metadata = self.str_field(by_key[KEY_USER_METADATA as usize]);
+        let r = self.rows.len() as u32;
+        let rows = &mut self.rows;
+        rows.action.push(action);
+        rows.addr.push(addr);
+        rows.size_bytes.push(size);
+        rows.stream.push(stream);
+        rows.time_us.push(time_us);
+        rows.stack.push(stack);
+        rows.compile_context.push(compile_context);
+        rows.user_metadata.push(user_metadata);
+        if present & EXTRA_KEYS != 0 {
+            for p in kv.chunks_exact(2) {
+                if let Val::Str(StrId(k)) = p[0] {
+                    self.apply_extra(r, k, p[1]);
+                }
+            }
+        }
+        Some(r)
+    }
+
+    fn new_row_general(&mut self, kv: &[Val]) -> Option<u32> {
+        let action = self.keys.action;
+        let is_entry = kv
+            .chunks_exact(2)
+            .any(|p| p[0] == Val::Str(action) && matches!(p[1], Val::Str(_)));
+        if !is_entry {
+            return None;
+        }
+        let r = self.rows.push_default();
+        self.apply_row(r, kv);
+        Some(r)
     }
 
     fn apply_row(&mut self, r: u32, kv: &[Val]) {
@@ -377,22 +477,29 @@ impl Arena {
                 }
                 KEY_COMPILE_CONTEXT => self.rows.compile_context[ri] = self.str_field(v),
                 KEY_USER_METADATA => self.rows.user_metadata[ri] = self.str_field(v),
-                KEY_DEVICE_FREE => {
-                    let f = self.u64_field(v);
-                    self.rows.extras.push((r, RowExtra::DeviceFree(f)));
-                }
-                KEY_INTERNAL_METADATA => {
-                    let s = self.str_field(v);
-                    self.rows.extras.push((r, RowExtra::InternalMetadata(s)));
-                }
-                KEY_POOL_ID => self.rows.extras.push((r, RowExtra::PoolId(v))),
-                KEY_FORWARD_FRAMES => self.rows.extras.push((r, RowExtra::ForwardFrames(v))),
-                KEY_CATEGORY => {
-                    let s = self.str_field(v);
-                    self.rows.extras.push((r, RowExtra::Category(s)));
-                }
-                _ => {}
+                k => self.apply_extra(r, k, v),
             }
+        }
+    }
+
+    /// A sparse field (key id `k`) of row `r`; other keys are ignored.
+    fn apply_extra(&mut self, r: u32, k: u32, v: Val) {
+        match k {
+            KEY_DEVICE_FREE => {
+                let f = self.u64_field(v);
+                self.rows.extras.push((r, RowExtra::DeviceFree(f)));
+            }
+            KEY_INTERNAL_METADATA => {
+                let s = self.str_field(v);
+                self.rows.extras.push((r, RowExtra::InternalMetadata(s)));
+            }
+            KEY_POOL_ID => self.rows.extras.push((r, RowExtra::PoolId(v))),
+            KEY_FORWARD_FRAMES => self.rows.extras.push((r, RowExtra::ForwardFrames(v))),
+            KEY_CATEGORY => {
+                let s = self.str_field(v);
+                self.rows.extras.push((r, RowExtra::Category(s)));
+            }
+            _ => {}
         }
     }
 
@@ -482,6 +589,7 @@ impl Arena {
         match self.node(v)? {
             Node::List(items) => Some(SeqIter::Slice(items.iter())),
             Node::Tuple(items) => Some(SeqIter::Slice(items.iter())),
+            Node::NodeList(ids) => Some(SeqIter::Nodes(ids.iter())),
             Node::RowRange { start, end } => Some(SeqIter::Rows(*start..*end)),
             _ => None,
         }
@@ -491,6 +599,7 @@ impl Arena {
         match self.node(v)? {
             Node::List(items) => Some(items.len()),
             Node::Tuple(items) => Some(items.len()),
+            Node::NodeList(ids) => Some(ids.len()),
             Node::RowRange { start, end } => Some((end - start) as usize),
             _ => None,
         }
@@ -508,6 +617,7 @@ impl Arena {
 /// Iterator over a list's items.
 pub enum SeqIter<'a> {
     Slice(std::slice::Iter<'a, Val>),
+    Nodes(std::slice::Iter<'a, u32>),
     Rows(std::ops::Range<u32>),
 }
 
@@ -516,9 +626,22 @@ impl Iterator for SeqIter<'_> {
     fn next(&mut self) -> Option<Val> {
         match self {
             SeqIter::Slice(it) => it.next().copied(),
+            SeqIter::Nodes(it) => it.next().map(|&i| Val::Node(NodeId(i))),
             SeqIter::Rows(r) => r.next().map(|i| Val::Row(RowId(i))),
         }
     }
+}
+
+/// The node ids of `items`, if every one is a container.
+fn node_ids(items: &[Val]) -> Option<Vec<u32>> {
+    let mut ids = Vec::with_capacity(items.len());
+    for x in items {
+        match x {
+            Val::Node(NodeId(i)) => ids.push(*i),
+            _ => return None,
+        }
+    }
+    Some(ids)
 }
 
 /// Little-endian two's complement bytes to `u64`, if non-negative and small enough.
@@ -539,6 +662,26 @@ pub fn bigint_to_u64(b: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_of_containers_keeps_its_items_when_other_values_join() {
+        let mut a = Arena::default();
+        let d1 = a.push(Node::Dict(Vec::new()));
+        let d2 = a.push(Node::Dict(Vec::new()));
+        let list = a.push(Node::List(Vec::new()));
+        assert_eq!(a.list_extend(list, &[d1, d2]), Ok(()));
+        assert!(matches!(a.node(list), Some(Node::NodeList(_))));
+        assert_eq!(a.list_extend(list, &[d1]), Ok(()));
+        assert!(matches!(a.node(list), Some(Node::NodeList(_))));
+        assert_eq!(a.list_extend(list, &[Val::Int(3), d2]), Ok(()));
+        let items: Vec<Val> = a.seq(list).map(|i| i.collect()).unwrap_or_default();
+        assert_eq!(items, [d1, d2, d1, Val::Int(3), d2]);
+        assert_eq!(a.seq_len(list), Some(5));
+        // an empty APPENDS leaves an empty list open to becoming a row range
+        let empty = a.push(Node::List(Vec::new()));
+        assert_eq!(a.list_extend(empty, &[]), Ok(()));
+        assert!(matches!(a.node(empty), Some(Node::List(v)) if v.is_empty()));
+    }
 
     #[test]
     fn key_ids_match_their_constants() {
