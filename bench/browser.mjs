@@ -13,7 +13,8 @@
 //   draw_ms        median and worst canvas redraw (the canvas's own data-draw-log) over 20
 //                  wheel zooms and drag pans,
 //   frame_ms       median and worst time from such an event to the next frame.
-// BENCH_VIEW=state: instead, file chosen → first state painted in the Allocator State History.
+// BENCH_VIEW=state: instead, file chosen → first state painted in the Allocator State History
+// (state_paint_ms), and → its event list shown (list_ms, which waits for the history build).
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS;
 //                                            BENCH_CONSOLE=1 prints the page's console on stderr)
@@ -53,7 +54,7 @@ const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.fl
 if (process.env.BENCH_VIEW === 'state') {
   // The Allocator State History opened first (view=state in the hash): file chosen → the state
   // view has painted a state (its data-painted-event), timed from here with 5 ms polling.
-  console.log(['input', 'MB', 'decode_ms', 'state_paint_ms'].join('\t'));
+  console.log(['input', 'MB', 'decode_ms', 'state_paint_ms', 'list_ms'].join('\t'));
   for (const f of files) {
     const page = await context.newPage();
     if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
@@ -65,7 +66,10 @@ if (process.env.BENCH_VIEW === 'state') {
     await page.waitForFunction(() => !!document.querySelector('[data-testid=state-view]')?.dataset.paintedEvent, null, { timeout: 600000, polling: 5 });
     const ms = Date.now() - t0;
     const m = /decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText));
-    console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), m ? m[1] : '?', ms].join('\t'));
+    // Then the event list beside it (its reply waits for the history build).
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=event-list]')?.dataset.rows) > 0, null, { timeout: 600000, polling: 5 });
+    const listMs = Date.now() - t0;
+    console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), m ? m[1] : '?', ms, listMs].join('\t'));
     await page.close();
   }
   await context.close();
