@@ -436,6 +436,15 @@ test('a million entries: the list stays virtualized, End and seeks stay fast', a
   assert.equal(await attr('[data-testid=state-view]', 'data-state-source'), 'history');
   assert.deepEqual(await stateNumbers(), fromFile, 'the history\'s last state = the one read from the file');
   assert.equal(await attr('[data-testid=event-list]', 'data-rows'), String(n));
+  // The timeline layout came too (asked by the page): selecting an alloc entry pins its band.
+  const allocRow = await page.evaluate(() => {
+    for (const r of document.querySelectorAll('.ev-row')) if (/^\s*\d+ alloc /.test(r.textContent)) return Number(r.dataset.event);
+    return null;
+  });
+  assert.ok(allocRow !== null, 'no alloc entry in view');
+  await page.click(`.ev-row[data-event="${allocRow}"]`);
+  await waitState(allocRow);
+  await page.waitForFunction((e) => new RegExp(`alive event ${e} →`).test(document.querySelector('[data-testid=stack-panel]')?.textContent || ''), allocRow, { timeout: 60000 });
   fs.rmSync(file, { force: true });
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(foreign, []);

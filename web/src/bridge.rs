@@ -180,8 +180,9 @@ impl Bridge {
                     d.dispatch(Action::Progress { id, done, total })
                 }
                 FromWorker::Loaded { id, info } => {
-                    // The worker sends the default layout unasked.
-                    if let Some(dev) = info.default_device {
+                    // The worker sends the default layout unasked (unless the page opened
+                    // on the state view, which asks for it).
+                    if let Some(dev) = info.default_device.filter(|_| info.layout_follows) {
                         req.borrow_mut().insert((
                             id,
                             dev,

@@ -127,6 +127,10 @@ pub struct FileInfo {
     /// this file added.
     #[serde(default)]
     pub memory_before_bytes: f64,
+    /// The worker sends the default device's Active layout without being asked (not when the
+    /// page opened on the Allocator State History, which asks for what it needs in its order).
+    #[serde(default)]
+    pub layout_follows: bool,
 }
 
 /// Small facts about a layout; the columns travel as typed arrays.

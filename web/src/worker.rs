@@ -362,6 +362,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
         decode_ms,
         model_memory_bytes: wasm_memory_bytes(),
         memory_before_bytes: memory_before,
+        layout_follows: !state_first,
     };
     st.borrow_mut().files.insert(
         id,
