@@ -1151,26 +1151,48 @@ impl PieceLog {
     }
 }
 
-/// Sums of element sizes over element ids (a Fenwick tree): the bytes stacked below an
-/// element are the sizes of the live elements with smaller ids.
-struct Fenwick(Vec<u64>);
+/// Sums of live element sizes over element ids: the bytes stacked below an element are the
+/// sizes of the live elements with smaller ids. A Fenwick tree over blocks of
+/// [`SUM_BLOCK`] ids (small enough to stay in cache) plus each id's own live size, summed
+/// within its block when asked.
+struct Fenwick {
+    blocks: Vec<u64>,
+    own: Vec<u64>,
+}
+
+/// Ids per leaf of [`Fenwick`]'s tree.
+const SUM_BLOCK: usize = 16;
 
 impl Fenwick {
+    fn new(n: usize) -> Fenwick {
+        Fenwick {
+            blocks: vec![0u64; n.div_ceil(SUM_BLOCK) + 1],
+            own: vec![0u64; n],
+        }
+    }
     fn add(&mut self, i: usize, v: u64) {
-        let mut i = i + 1;
-        while let Some(t) = self.0.get_mut(i) {
+        if let Some(o) = self.own.get_mut(i) {
+            *o = o.wrapping_add(v);
+        }
+        let mut b = i / SUM_BLOCK + 1;
+        while let Some(t) = self.blocks.get_mut(b) {
             *t = t.wrapping_add(v);
-            i += i & i.wrapping_neg();
+            b += b & b.wrapping_neg();
         }
     }
     /// Sum over ids `< i`.
     fn prefix(&self, i: usize) -> u64 {
-        let (mut i, mut s) = (i, 0u64);
-        while i > 0 {
-            s = s.wrapping_add(self.0.get(i).copied().unwrap_or(0));
-            i &= i - 1;
+        let (mut b, mut s) = (i / SUM_BLOCK, 0u64);
+        while b > 0 {
+            s = s.wrapping_add(self.blocks.get(b).copied().unwrap_or(0));
+            b &= b - 1;
         }
-        s
+        let first = i - i % SUM_BLOCK;
+        self.own
+            .get(first..i)
+            .unwrap_or(&[])
+            .iter()
+            .fold(s, |a, &v| a.wrapping_add(v))
     }
 }
 
@@ -1204,7 +1226,7 @@ pub(super) fn stack_preview(el: &Elements, n_events: u32) -> Stacked {
     let peak = total.iter().copied().max().unwrap_or(0);
     let min_size = (peak / PREVIEW_HEIGHT_PX).max(1);
     let drawn = |e: usize| size(e) >= min_size;
-    let mut fen = Fenwick(vec![0u64; n_el + 1]);
+    let mut fen = Fenwick::new(n_el);
     let mut rec = PieceLog::with_capacity(n_el.min(1 << 20));
     // Drawn bands alive now: (element, bottom at its last piece); `pos` finds them for removal.
     let mut live: Vec<(u32, u64)> = Vec::new();
