@@ -450,7 +450,7 @@ impl PickleMachine {
                 return;
             }
         }
-        self.arena.nodes.pop();
+        self.arena.nodes.truncate(f.node as usize);
     }
 
     /// After SETITEM(S) on `dict` held at `stack_pos`: if it became a trace row and nothing else
@@ -464,7 +464,9 @@ impl PickleMachine {
         let Some(&Node::Row(r)) = self.arena.nodes.last() else {
             return;
         };
-        self.arena.nodes.pop();
+        // (truncate, not pop: pop would read the whole node back right after SETITEMS wrote
+        // part of it, a store-forwarding stall that was half of this function's samples)
+        self.arena.nodes.truncate(f.node as usize);
         self.fresh = None;
         if let Some(slot) = self.stack.get_mut(stack_pos) {
             *slot = Val::Row(r);
