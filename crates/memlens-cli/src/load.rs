@@ -58,10 +58,13 @@ mod mapped {
 
     pub const WINDOW: usize = 8 << 20;
 
-    /// `None` where the file cannot be mapped (the caller reads it instead).
+    /// Smaller files are read: a window would hold all of one, and the copy costs little.
+    const MIN_LEN: u64 = 4 * WINDOW as u64;
+
+    /// `None` where the file is small or cannot be mapped (the caller reads it instead).
     pub fn load(f: &File, len: Option<u64>) -> Option<Result<Snapshot, LoadError>> {
         let len = len?;
-        if !f.metadata().ok()?.is_file() || len == 0 {
+        if !f.metadata().ok()?.is_file() || len < MIN_LEN {
             return None;
         }
         let mut l = Loader::new(Some(len));
