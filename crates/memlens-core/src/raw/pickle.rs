@@ -117,6 +117,16 @@ impl Memo {
         }))
     }
 
+    /// Whether `key` holds node `id` (the raw slot compared, where the id is inline).
+    #[inline]
+    fn holds_node(&self, key: u64, id: u32) -> bool {
+        if id < MEMO_INLINE_MAX {
+            self.slots.get(key as usize) == Some(&(id << MEMO_TAG_BITS | MEMO_NODE))
+        } else {
+            self.get(key) == Some(Ok(Val::Node(NodeId(id))))
+        }
+    }
+
     /// Makes existing key `key` a stack slot; `false` where the id does not fit inline.
     fn set_stack(&mut self, key: u64, s: StackId, again: bool) -> bool {
         let tag = if again { MEMO_STACK_AGAIN } else { MEMO_STACK };
@@ -441,7 +451,7 @@ impl PickleMachine {
         let v = Val::Node(NodeId(f.node));
         // (A slot since overwritten by another PUT no longer refers to the list.)
         if let Some(k) = f.memo_slot {
-            let dense = self.memo.get(k) == Some(Ok(v));
+            let dense = self.memo.holds_node(k, f.node);
             let can_drop = match dense {
                 true => self.memo.set_stack(k, s, f.again),
                 false => self.memo_sparse.get(&k) != Some(&v),
@@ -474,7 +484,7 @@ impl PickleMachine {
         if let Some(k) = f.memo_slot {
             // (A slot since overwritten by another PUT no longer refers to the dict.)
             let v = Val::Node(n);
-            if self.memo.get(k) == Some(Ok(v)) {
+            if self.memo.holds_node(k, n.0) {
                 self.memo.set(k, Val::Row(r));
             } else if let Some(m) = self.memo_sparse.get_mut(&k).filter(|m| **m == v) {
                 *m = Val::Row(r);
