@@ -23,7 +23,7 @@ for a in "$@"; do
   case "$a" in --quick) quick=1 ;; --browser) browser=1 ;; esac
 done
 cargo build --release -q -p memlens-cli
-bin=${MEMLENS_BIN:-target/release/memlens}
+bin=${MEMLENS_BIN:-${CARGO_TARGET_DIR:-target}/release/memlens}
 mkdir -p bench/data
 src=../shared/snapshots/Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle
 

@@ -267,3 +267,47 @@ fn stats_agree_with_python_on_generated_files() {
         let _ = std::fs::remove_file(path);
     }
 }
+
+/// Files of 32 MiB and more are decoded from memory-mapped windows (src/load.rs), cut at
+/// window boundaries inside opcodes; stdin goes through `read`. Both must give the same stats.
+#[test]
+fn a_mapped_large_file_reads_like_stdin() {
+    let path = synth(
+        "mapped_large.pickle",
+        &[
+            "--workload",
+            "training",
+            "--events",
+            "220000",
+            "--seed",
+            "3",
+        ],
+    );
+    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    assert!(len > 32 << 20, "generated only {len} bytes");
+    let p = path.to_string_lossy().into_owned();
+    let mapped = memlens(&["stats", "--json", &p]);
+    assert!(
+        mapped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mapped.stderr)
+    );
+    let bytes = std::fs::read(&path).unwrap_or_default();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memlens"))
+        .args(["stats", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run memlens: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        stdin.write_all(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let piped = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(piped.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&mapped.stdout),
+        String::from_utf8_lossy(&piped.stdout)
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -111,17 +111,20 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     let rows = s.device_rows(device);
     st.trace_entries = rows.len() as u64;
     let t = &s.trace;
-    let mut net: i128 = 0;
-    let mut net_seg: i128 = 0;
+    // One pass: running sums from 0 and their first maxima; the baselines, known only at the
+    // end, shift every running value alike, so the peaks are baseline + the largest sum
+    // (when above 0, else the baseline itself, before the first event).
+    let (mut net, mut max_net, mut max_at) = (0i128, 0i128, -1i64);
+    let (mut net_seg, mut max_seg) = (0i128, 0i128);
     // Few distinct actions: a short list with a last-hit cache beats a map per row.
     let mut counts: Vec<(u32, u64)> = Vec::new();
     let mut last = usize::MAX;
-    for r in rows.clone() {
+    for (i, r) in rows.enumerate() {
         let r = r as usize;
         let a = t.action_str[r].0;
         if last >= counts.len() || counts[last].0 != a {
             last = match counts.iter().position(|(k, _)| *k == a) {
-                Some(i) => i,
+                Some(j) => j,
                 None => {
                     counts.push((a, 0));
                     counts.len() - 1
@@ -133,9 +136,20 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         match t.action[r] {
             Action::Alloc => net += size,
             Action::FreeCompleted => net -= size,
-            Action::SegmentAlloc | Action::SegmentMap => net_seg += size,
-            Action::SegmentFree | Action::SegmentUnmap => net_seg -= size,
-            _ => {}
+            Action::SegmentAlloc | Action::SegmentMap => {
+                net_seg += size;
+                max_seg = max_seg.max(net_seg);
+                continue;
+            }
+            Action::SegmentFree | Action::SegmentUnmap => {
+                net_seg -= size;
+                continue;
+            }
+            _ => continue,
+        }
+        if net > max_net {
+            max_net = net;
+            max_at = i as i64;
         }
     }
     for (k, v) in counts {
@@ -145,24 +159,8 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     }
     let base = st.requested_bytes as i128 - net;
     let seg_base = st.reserved_bytes as i128 - net_seg;
-    let (mut cur, mut peak, mut peak_at) = (base, base, -1i64);
-    let (mut cur_s, mut peak_s) = (seg_base, seg_base);
-    for (i, r) in rows.enumerate() {
-        let r = r as usize;
-        let size = t.size_bytes[r] as i128;
-        match t.action[r] {
-            Action::Alloc => cur += size,
-            Action::FreeCompleted => cur -= size,
-            Action::SegmentAlloc | Action::SegmentMap => cur_s += size,
-            Action::SegmentFree | Action::SegmentUnmap => cur_s -= size,
-            _ => continue,
-        }
-        if cur > peak {
-            peak = cur;
-            peak_at = i as i64;
-        }
-        peak_s = peak_s.max(cur_s);
-    }
+    let (peak, peak_at) = (base + max_net, max_at);
+    let peak_s = seg_base + max_seg;
     let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
     st.timeline_baseline_bytes = clamp(base);
     st.timeline_peak_bytes = clamp(peak);

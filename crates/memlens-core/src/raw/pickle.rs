@@ -117,6 +117,16 @@ impl Memo {
         }))
     }
 
+    /// Whether `key` holds node `id` (the raw slot compared, where the id is inline).
+    #[inline]
+    fn holds_node(&self, key: u64, id: u32) -> bool {
+        if id < MEMO_INLINE_MAX {
+            self.slots.get(key as usize) == Some(&(id << MEMO_TAG_BITS | MEMO_NODE))
+        } else {
+            self.get(key) == Some(Ok(Val::Node(NodeId(id))))
+        }
+    }
+
     /// Makes existing key `key` a stack slot; `false` where the id does not fit inline.
     fn set_stack(&mut self, key: u64, s: StackId, again: bool) -> bool {
         let tag = if again { MEMO_STACK_AGAIN } else { MEMO_STACK };
@@ -161,6 +171,14 @@ fn push_val(stack: &mut Vec<Val>, v: Val) {
         grow_stack(stack);
     }
     stack.push(v);
+}
+
+/// `push_val(stack, Val::Node(id))`, out of line: inlined, the compiler assembles the value
+/// in a temporary and copies it whole, a store-forwarding stall on every EMPTY_DICT (perf:
+/// ~10 % of the opcode loop); here the tag and id are stored straight into the slot.
+#[inline(never)]
+fn push_node(stack: &mut Vec<Val>, id: u32) {
+    push_val(stack, Val::Node(NodeId(id)));
 }
 
 #[cold]
@@ -433,7 +451,7 @@ impl PickleMachine {
         let v = Val::Node(NodeId(f.node));
         // (A slot since overwritten by another PUT no longer refers to the list.)
         if let Some(k) = f.memo_slot {
-            let dense = self.memo.get(k) == Some(Ok(v));
+            let dense = self.memo.holds_node(k, f.node);
             let can_drop = match dense {
                 true => self.memo.set_stack(k, s, f.again),
                 false => self.memo_sparse.get(&k) != Some(&v),
@@ -442,7 +460,7 @@ impl PickleMachine {
                 return;
             }
         }
-        self.arena.nodes.pop();
+        self.arena.nodes.truncate(f.node as usize);
     }
 
     /// After SETITEM(S) on `dict` held at `stack_pos`: if it became a trace row and nothing else
@@ -456,7 +474,9 @@ impl PickleMachine {
         let Some(&Node::Row(r)) = self.arena.nodes.last() else {
             return;
         };
-        self.arena.nodes.pop();
+        // (truncate, not pop: pop would read the whole node back right after SETITEMS wrote
+        // part of it, a store-forwarding stall that was half of this function's samples)
+        self.arena.nodes.truncate(f.node as usize);
         self.fresh = None;
         if let Some(slot) = self.stack.get_mut(stack_pos) {
             *slot = Val::Row(r);
@@ -464,7 +484,7 @@ impl PickleMachine {
         if let Some(k) = f.memo_slot {
             // (A slot since overwritten by another PUT no longer refers to the dict.)
             let v = Val::Node(n);
-            if self.memo.get(k) == Some(Ok(v)) {
+            if self.memo.holds_node(k, n.0) {
                 self.memo.set(k, Val::Row(r));
             } else if let Some(m) = self.memo_sparse.get_mut(&k).filter(|m| **m == v) {
                 *m = Val::Row(r);
@@ -653,9 +673,7 @@ impl PickleMachine {
                         memo_slot: None,
                         again: false,
                     });
-                    // (The value is spelled out at each use: one shared temporary is assembled
-                    // in memory and read back whole, a store-forwarding stall.)
-                    push_val(&mut self.stack, Val::Node(NodeId(node)));
+                    push_node(&mut self.stack, node);
                     // Nearly every dict is memoized at once: done here, where the value is at
                     // hand, instead of reading it back from the stack.
                     match buf.get(pos) {
@@ -680,7 +698,7 @@ impl PickleMachine {
                         memo_slot: None,
                         again: false,
                     });
-                    push_val(&mut self.stack, Val::Node(NodeId(node)));
+                    push_node(&mut self.stack, node);
                 }
                 b')' => {
                     let v = self.arena.push(Node::Tuple(Box::new([])));

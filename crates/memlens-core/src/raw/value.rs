@@ -409,7 +409,15 @@ impl Arena {
             Val::Float(f) => f as i64,
             _ => TIME_NONE,
         };
-        let stack = self.intern_stack(by_key[KEY_FRAMES as usize]);
+        // A frames list shared by memo is interned already: looked up here, not in a call.
+        let frames = by_key[KEY_FRAMES as usize];
+        let stack = match frames {
+            Val::Node(NodeId(n)) => match self.nodes.get(n as usize) {
+                Some(&Node::Stack(s)) => s,
+                _ => self.intern_stack(frames),
+            },
+            _ => self.intern_stack(frames),
+        };
         let compile_context = self.str_field(by_key[KEY_COMPILE_CONTEXT as usize]);
         let user_metadata = self.str_field(by_key[KEY_USER_METADATA as usize]);
         let r = self.rows.len() as u32;
