@@ -458,17 +458,8 @@ fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
 
 /// Adopts the decoder's columns as they are (rows already in device order).
 fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
-    let action: Vec<Action> = {
-        let mut cache: FxHashMap<StrId, Action> = FxHashMap::default();
-        rows.action
-            .iter()
-            .map(|s| {
-                *cache
-                    .entry(*s)
-                    .or_insert_with(|| Action::from_name(a.strings.get(*s)))
-            })
-            .collect()
-    };
+    let mut actions = ActionOf::new(a);
+    let action: Vec<Action> = rows.action.iter().map(|&s| actions.get(s)).collect();
     let mut extras: Vec<(u32, EntryExtra)> = rows
         .extras
         .iter()
@@ -489,9 +480,34 @@ fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
     }
 }
 
+/// The [`Action`] of an action string, by string id (a table as long as the string table,
+/// filled as ids come: no hashing or string compare per entry).
+struct ActionOf<'a> {
+    a: &'a Arena,
+    table: Vec<Option<Action>>,
+}
+
+impl<'a> ActionOf<'a> {
+    fn new(a: &'a Arena) -> Self {
+        ActionOf {
+            a,
+            table: vec![None; a.strings.len()],
+        }
+    }
+
+    fn get(&mut self, s: StrId) -> Action {
+        match self.table.get_mut(s.0 as usize) {
+            Some(Some(x)) => *x,
+            Some(slot) => *slot.insert(Action::from_name(self.a.strings.get(s))),
+            None => Action::from_name(self.a.strings.get(s)),
+        }
+    }
+}
+
 /// Copies the rows in `order` into new columns.
 fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
     let mut c = TraceColumns::default();
+    let mut actions = ActionOf::new(a);
     let mut pos_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     for (i, &r) in order.iter().enumerate() {
         let r = r as usize;
@@ -499,7 +515,7 @@ fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
             continue;
         }
         let s = rows.action[r];
-        c.action.push(Action::from_name(a.strings.get(s)));
+        c.action.push(actions.get(s));
         c.action_str.push(s);
         c.addr.push(rows.addr[r]);
         c.size_bytes.push(rows.size_bytes[r]);
