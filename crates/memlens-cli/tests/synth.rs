@@ -268,10 +268,10 @@ fn stats_agree_with_python_on_generated_files() {
     }
 }
 
-/// Files of 32 MiB and more are decoded from memory-mapped windows (src/load.rs), cut at
-/// window boundaries inside opcodes; stdin goes through `read`. Both must give the same stats.
+/// A large file is streamed in chunks (src/load.rs), cut at chunk boundaries inside opcodes;
+/// stdin is read whole. Both must give the same stats.
 #[test]
-fn a_mapped_large_file_reads_like_stdin() {
+fn a_large_streamed_file_reads_like_stdin() {
     let path = synth(
         "mapped_large.pickle",
         &[
