@@ -176,6 +176,11 @@ impl Bridge {
                         let _ = p.worker.post_message(&m);
                     }
                 }
+                FromWorker::WarmUpLayout { meta } => {
+                    if let Ok(l) = wire::layout_from_message(&data, meta) {
+                        crate::canvas::warm_up(&l);
+                    }
+                }
                 FromWorker::Progress { id, done, total } => {
                     d.dispatch(Action::Progress { id, done, total })
                 }

@@ -152,6 +152,55 @@ pub(crate) fn listen_wheel_and_resize(
     cleanup
 }
 
+/// Draws `layout` once on a canvas out of view, then removes it: run on the worker's warm-up
+/// layout while the page waits for a file, so that the drawing code is compiled (wasm is compiled
+/// lazily, function by function) and optimized before the user's first timeline.
+pub fn warm_up(layout: &TimelineLayout) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let (Some(body), Ok(el)) = (doc.body(), doc.create_element("canvas")) else {
+        return;
+    };
+    let Ok(c) = el.dyn_into::<HtmlCanvasElement>() else {
+        return;
+    };
+    let _ = c.set_attribute(
+        "style",
+        "position:fixed;left:-20000px;top:0;width:1200px;height:420px;visibility:hidden",
+    );
+    if body.append_child(&c).is_err() {
+        return;
+    }
+    let x1 = layout.x_end() as f64;
+    let _ = draw_timeline(&c, layout, 0.0, x1, DrawOptions::default());
+    let _ = draw_timeline(&c, layout, x1 * 0.25, x1 * 0.5, DrawOptions::default());
+    draw_overview(&c, layout, 0.0, x1, None);
+    c.remove();
+    // The text styles a loaded file shows first (the summary strip's bold tabular numbers, the
+    // frames' monospace), laid out once out of view: the fonts are looked up and shaped now.
+    if let Ok(d) = doc.create_element("div") {
+        let _ = d.set_attribute(
+            "style",
+            "position:fixed;left:-20000px;top:0;width:1200px;visibility:hidden",
+        );
+        d.set_inner_html(
+            "<div class=\"summary\"><div class=\"metric\"><span class=\"metric-name\">reserved</span>\
+             <span class=\"metric-value\">0123456789.5 KiB MiB GiB</span></div></div>\
+             <pre class=\"frames\">model.py:42:forward 0x7f00 b'7f_1</pre><b>memlens</b>\
+             <div class=\"view-controls\"><select><option>Active Memory Timeline</option></select>\
+             <input class=\"search\" type=\"search\" placeholder=\"address\"><button>reset</button>\
+             <label><input type=\"checkbox\">full</label></div>",
+        );
+        if body.append_child(&d).is_ok() {
+            let _ = d
+                .dyn_ref::<web_sys::HtmlElement>()
+                .map(|h| h.offset_width());
+            d.remove();
+        }
+    }
+}
+
 /// What to draw besides the bands.
 #[derive(Default)]
 pub struct DrawOptions<'a> {

@@ -157,6 +157,12 @@ pub struct LayoutMeta {
 #[serde(tag = "type")]
 pub enum FromWorker {
     Ready,
+    /// The worker's warm-up layout (web/src/worker.rs `warm_up`), columns as in `Layout`: the
+    /// page unpacks and draws it once off screen, so that its own code is compiled and
+    /// optimized before the user's first file.
+    WarmUpLayout {
+        meta: LayoutMeta,
+    },
     Progress {
         id: u32,
         done: f64,

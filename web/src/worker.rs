@@ -122,7 +122,11 @@ fn warm_up() {
         return;
     };
     let _ = memlens_core::snapshot_stats(&snap);
-    let _ = TimelineLayout::build(&snap, 0, TimelineKind::Active);
+    let l = TimelineLayout::build(&snap, 0, TimelineKind::Active);
+    // The page warms its own side (unpacking, drawing) on the same layout.
+    let (arrays, transfer) = wire::layout_arrays(&l);
+    let meta = layout_meta(&l, 0.0);
+    post(&FromWorker::WarmUpLayout { meta }, &arrays, Some(&transfer));
 }
 
 fn handle(state: &Shared, data: JsValue) {
@@ -456,6 +460,20 @@ fn layout_entry(
     })
 }
 
+/// The small facts shipped with a layout's columns.
+fn layout_meta(l: &TimelineLayout, build_ms: f64) -> LayoutMeta {
+    LayoutMeta {
+        n_events: l.n_events,
+        markers: l.markers.clone(),
+        regions: l.regions.clone(),
+        warnings: l.warnings.clone(),
+        build_ms,
+        pools: l.pools.clone(),
+        monotone: l.is_monotone(),
+        preview: l.is_preview(),
+    }
+}
+
 fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
     send_layout_as(st, id, device, kind, false);
 }
@@ -481,16 +499,7 @@ fn send_layout_as(st: &Shared, id: u32, device: u32, kind: TimelineKind, preview
         l.complete();
     }
     let build_ms = now_ms() - t0;
-    let meta = LayoutMeta {
-        n_events: l.n_events,
-        markers: l.markers.clone(),
-        regions: l.regions.clone(),
-        warnings: l.warnings.clone(),
-        build_ms,
-        pools: l.pools.clone(),
-        monotone: l.is_monotone(),
-        preview: l.is_preview(),
-    };
+    let meta = layout_meta(l, build_ms);
     let (arrays, transfer) = wire::layout_arrays(l);
     // The page draws from its own copy; stack lookups here need only the element columns.
     if !l.is_preview() {
