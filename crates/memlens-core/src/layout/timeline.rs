@@ -963,7 +963,6 @@ pub(super) fn sweep(
     total: &mut [u64],
     mut piece: impl FnMut(u32, u32, u64),
 ) -> bool {
-    let n_el = el.len();
     let mut live = super::bands::LiveBands::default();
     let mut top: u64 = 0;
     let mut next_start = 0usize;
@@ -986,20 +985,10 @@ pub(super) fn sweep(
             }
             e = end_next.get(e as usize).copied().unwrap_or(u32::MAX);
         }
-        while next_start < n_el && el.start_x.get(next_start).is_some_and(|&s| s as usize <= x) {
-            let s = next_start;
-            next_start += 1;
-            let (Some(&start), Some(&end), Some(&size)) =
-                (el.start_x.get(s), el.end_x.get(s), el.size_bytes.get(s))
-            else {
-                continue;
-            };
-            if end <= start {
-                continue;
-            }
-            piece(s as u32, x as u32, top);
+        for (s, size) in starts_at(el, &mut next_start, x) {
+            piece(s, x as u32, top);
             pieces += 1;
-            live.push(s as u32, top, size);
+            live.push(s, top, size);
             top = top.saturating_add(size);
         }
         *tot = top;
@@ -1017,7 +1006,6 @@ pub(super) fn sweep_walk(
     total: &mut [u64],
     mut piece: impl FnMut(u32, u32, u64),
 ) -> bool {
-    let n_el = el.len();
     let mut live: Vec<LiveBand> = Vec::new();
     let mut top: u64 = 0;
     let mut next_start = 0usize;
@@ -1051,21 +1039,11 @@ pub(super) fn sweep_walk(
             }
             e = end_next.get(e as usize).copied().unwrap_or(u32::MAX);
         }
-        while next_start < n_el && el.start_x.get(next_start).is_some_and(|&s| s as usize <= x) {
-            let s = next_start;
-            next_start += 1;
-            let (Some(&start), Some(&end), Some(&size)) =
-                (el.start_x.get(s), el.end_x.get(s), el.size_bytes.get(s))
-            else {
-                continue;
-            };
-            if end <= start {
-                continue;
-            }
-            piece(s as u32, x as u32, top);
+        for (s, size) in starts_at(el, &mut next_start, x) {
+            piece(s, x as u32, top);
             pieces += 1;
             live.push(LiveBand {
-                e: s as u32,
+                e: s,
                 y: top,
                 last: top,
                 size,
@@ -1075,6 +1053,29 @@ pub(super) fn sweep_walk(
         *tot = top;
     }
     over_budget
+}
+
+/// The elements (id, size) starting at `x` and alive for at least one event, taken from
+/// `next` on (elements are in start order).
+fn starts_at<'a>(
+    el: &'a Elements,
+    next: &'a mut usize,
+    x: usize,
+) -> impl Iterator<Item = (u32, u64)> + 'a {
+    std::iter::from_fn(move || {
+        while *next < el.len() && el.start_x.get(*next).is_some_and(|&s| s as usize <= x) {
+            let s = *next;
+            *next += 1;
+            if let (Some(&start), Some(&end), Some(&size)) =
+                (el.start_x.get(s), el.end_x.get(s), el.size_bytes.get(s))
+            {
+                if end > start {
+                    return Some((s as u32, size));
+                }
+            }
+        }
+        None
+    })
 }
 
 /// Elements ending at each x, as linked lists (`end_head[x]`, then `end_next[e]`).
