@@ -134,9 +134,7 @@ fn feed(
         let last = take == chunk.len();
         match m.feed(tail, eof && last)? {
             Progress::Done(_) => {
-                *done = true;
-                tail.clear();
-                tail.shrink_to_fit();
+                finished(done, tail);
                 return Ok(());
             }
             Progress::NeedMore(c) if c >= before => {
@@ -155,6 +153,13 @@ fn feed(
     }
 }
 
+/// The pickle ended: what follows is ignored and the leftover buffer is given back.
+fn finished(done: &mut bool, tail: &mut Vec<u8>) {
+    *done = true;
+    tail.clear();
+    tail.shrink_to_fit();
+}
+
 /// Bytes of a new chunk first put behind a leftover to finish a cut opcode.
 const STITCH_BYTES: usize = 4096;
 
@@ -167,11 +172,7 @@ fn feed_direct(
 ) -> Result<(), DecodeError> {
     match m.feed(chunk, eof)? {
         Progress::NeedMore(c) => tail.extend_from_slice(chunk.get(c..).unwrap_or(&[])),
-        Progress::Done(_) => {
-            *done = true;
-            tail.clear();
-            tail.shrink_to_fit();
-        }
+        Progress::Done(_) => finished(done, tail),
     }
     Ok(())
 }

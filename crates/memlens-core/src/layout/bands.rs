@@ -72,14 +72,14 @@ impl Chunk {
         self.refresh();
     }
 
-    /// Applies a pending drop below `fire_at` (no band can pass its tolerance).
+    /// Applies a pending drop below `fire_at` (no band can pass its tolerance); the caller
+    /// changes the bands next and then calls [`Chunk::refresh`].
     fn settle(&mut self) {
         let p = std::mem::take(&mut self.pending);
         if p > 0 {
             for b in &mut self.bands {
                 b.y = b.y.saturating_sub(p);
             }
-            self.fire_at -= p.min(self.fire_at);
         }
     }
 
