@@ -159,6 +159,19 @@ impl Arena {
         id
     }
 
+    /// The stack of a list whose items are the nodes `ids` (what [`Self::intern_stack`] gives
+    /// for a [`Node::NodeList`] of them).
+    pub(crate) fn intern_ids(&mut self, ids: &[u32]) -> StackId {
+        match self.stack_interner.stack_by_nodes.get(ids) {
+            Some(&id) => id,
+            None => {
+                let id = self.intern_frames(ids.iter().map(|&i| Val::Node(NodeId(i))));
+                self.stack_interner.stack_by_nodes.insert(ids.into(), id);
+                id
+            }
+        }
+    }
+
     /// The stack of these frame values (non-frames skipped).
     fn intern_frames(&mut self, items: impl Iterator<Item = Val>) -> StackId {
         let mut scratch = std::mem::take(&mut self.stack_interner.scratch);

@@ -12,6 +12,8 @@ use crate::error::DecodeError;
 use crate::model::StackId;
 use rustc_hash::FxHashMap;
 
+mod entry;
+
 /// Result of feeding bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -42,6 +44,11 @@ pub struct PickleMachine {
     /// The list opened by the last EMPTY_LIST, under the same rule as `fresh`: if it becomes
     /// an entry's `frames`, its node is given back too (see [`Self::drop_frames_list`]).
     fresh_list: Option<Fresh>,
+    /// Whether trace entries take the fast path ([`Self::entry_fast`]); off only in the test
+    /// that compares both paths.
+    pub fast_entries: bool,
+    fast_toks: Vec<(usize, entry::Tok)>,
+    fast_ids: Vec<u32>,
 }
 
 /// The dense memo (keys `0..len`), 4 bytes a value: a real snapshot memoizes every trace
@@ -300,6 +307,9 @@ impl PickleMachine {
             result: None,
             fresh: None,
             fresh_list: None,
+            fast_entries: true,
+            fast_toks: Vec::with_capacity(32),
+            fast_ids: Vec::with_capacity(256),
         }
     }
 
@@ -666,6 +676,12 @@ impl PickleMachine {
                     return Ok(Progress::Done(pos));
                 }
                 b'}' => {
+                    if self.fast_entries && buf.get(pos..pos + 2) == Some(&[0x94, b'(']) {
+                        if let Some(end) = self.entry_fast(buf, pos + 2, base)? {
+                            pos = end;
+                            continue;
+                        }
+                    }
                     let node = self.arena.nodes.len() as u32;
                     self.arena.nodes.push(EMPTY_DICT_NODE);
                     self.fresh = Some(Fresh {
