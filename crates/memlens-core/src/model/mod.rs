@@ -2,12 +2,14 @@
 //! only code that knows legacy layouts; nothing after it checks torch versions.
 
 pub mod normalize;
+pub mod runs;
 pub mod stats;
 
 use crate::raw::{Encoding, StrId, StringTable, Val};
 use std::ops::Range;
 
 pub use normalize::normalize;
+pub use runs::StrRuns;
 
 /// Index into [`Snapshot::frames`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -140,8 +142,8 @@ pub struct TraceColumns {
     /// µs since the epoch; [`TIME_NONE`] where the entry has no `time_us` (torch ≤ 2.0).
     pub time_us: Vec<i64>,
     pub stack: Vec<StackId>,
-    pub compile_context: Vec<StrId>,
-    pub user_metadata: Vec<StrId>,
+    pub compile_context: StrRuns,
+    pub user_metadata: StrRuns,
     pub extras: Vec<(u32, EntryExtra)>,
 }
 

@@ -522,8 +522,10 @@ fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
         c.stream.push(rows.stream[r]);
         c.time_us.push(rows.time_us[r]);
         c.stack.push(rows.stack[r]);
-        c.compile_context.push(rows.compile_context[r]);
-        c.user_metadata.push(rows.user_metadata[r]);
+        c.compile_context
+            .push(rows.compile_context.get(r).copied().unwrap_or(StrId::EMPTY));
+        c.user_metadata
+            .push(rows.user_metadata.get(r).copied().unwrap_or(StrId::EMPTY));
         pos_of.entry(r as u32).or_default().push(i as u32);
     }
     for (r, e) in &rows.extras {

@@ -143,8 +143,8 @@ pub struct TraceRows {
     pub time_us: Vec<i64>,
     /// Stack of the entry's `frames` (interned as it is read).
     pub stack: Vec<crate::model::StackId>,
-    pub compile_context: Vec<StrId>,
-    pub user_metadata: Vec<StrId>,
+    pub compile_context: crate::model::StrRuns,
+    pub user_metadata: crate::model::StrRuns,
     /// (row, field), in row order unless a row was updated after creation.
     pub extras: Vec<(u32, RowExtra)>,
     /// Count of fields whose value had the wrong type or sign (reported as a warning).
@@ -166,8 +166,6 @@ impl TraceRows {
         self.stream.reserve(n);
         self.time_us.reserve(n);
         self.stack.reserve(n);
-        self.compile_context.reserve(n);
-        self.user_metadata.reserve(n);
     }
 
     /// Rows the columns hold without growing.
@@ -183,9 +181,7 @@ impl TraceRows {
             && self.size_bytes.try_reserve_exact(n).is_ok()
             && self.stream.try_reserve_exact(n).is_ok()
             && self.time_us.try_reserve_exact(n).is_ok()
-            && self.stack.try_reserve_exact(n).is_ok()
-            && self.compile_context.try_reserve_exact(n).is_ok()
-            && self.user_metadata.try_reserve_exact(n).is_ok();
+            && self.stack.try_reserve_exact(n).is_ok();
     }
 
     /// Gives back the capacity reserved from the file size and not used.
@@ -483,8 +479,14 @@ impl Arena {
                     let sid = self.intern_stack(v);
                     self.rows.stack[ri] = sid;
                 }
-                KEY_COMPILE_CONTEXT => self.rows.compile_context[ri] = self.str_field(v),
-                KEY_USER_METADATA => self.rows.user_metadata[ri] = self.str_field(v),
+                KEY_COMPILE_CONTEXT => {
+                    let s = self.str_field(v);
+                    self.rows.compile_context.set(ri, s)
+                }
+                KEY_USER_METADATA => {
+                    let s = self.str_field(v);
+                    self.rows.user_metadata.set(ri, s)
+                }
                 k => self.apply_extra(r, k, v),
             }
         }

@@ -110,6 +110,11 @@ impl PickleMachine {
                 match x & MEMO_TAG_MASK {
                     MEMO_STR => kv[n] = Val::Str(StrId(id)),
                     MEMO_ROW => kv[n] = Val::Row(RowId(id)),
+                    // A container GET has a side effect only on the fresh list (the fresh dict
+                    // is created after every node a slot names), so any other is read now.
+                    MEMO_NODE if self.fresh_list.is_none_or(|f| f.node != id) => {
+                        kv[n] = Val::Node(NodeId(id))
+                    }
                     _ => toks.push((n, Tok::Get { key: k, at })),
                 }
                 n += 1;
