@@ -250,7 +250,7 @@ impl<'a> Replay<'a> {
             num(&t.addr),
             num(&t.size_bytes)
         )?;
-        write!(out, ", 'stream': {}", num(&t.stream))?;
+        write!(out, ", 'stream': {}", t.stream.get(i).copied().unwrap_or(0))?;
         if let Some(&time) = t.time_us.get(i).filter(|&&x| x != TIME_NONE) {
             write!(out, ", 'time_us': {time}")?;
         }

@@ -9,7 +9,7 @@ use crate::raw::{Encoding, StrId, StringTable, Val};
 use std::ops::Range;
 
 pub use normalize::normalize;
-pub use runs::StrRuns;
+pub use runs::{Runs, StrRuns};
 
 /// Index into [`Snapshot::frames`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -138,7 +138,7 @@ pub struct TraceColumns {
     pub action_str: Vec<StrId>,
     pub addr: Vec<u64>,
     pub size_bytes: Vec<u64>,
-    pub stream: Vec<u64>,
+    pub stream: Runs<u64>,
     /// µs since the epoch; [`TIME_NONE`] where the entry has no `time_us` (torch ≤ 2.0).
     pub time_us: Vec<i64>,
     pub stack: Vec<StackId>,

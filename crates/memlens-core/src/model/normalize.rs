@@ -519,7 +519,7 @@ fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
         c.action_str.push(s);
         c.addr.push(rows.addr[r]);
         c.size_bytes.push(rows.size_bytes[r]);
-        c.stream.push(rows.stream[r]);
+        c.stream.push(rows.stream.get(r).copied().unwrap_or(0));
         c.time_us.push(rows.time_us[r]);
         c.stack.push(rows.stack[r]);
         c.compile_context

@@ -1,31 +1,39 @@
-//! A per-entry string column stored as runs of equal values.
+//! Per-entry columns stored as runs of equal values.
 //!
-//! `compile_context` and `user_metadata` hold one value for nearly every entry of a trace
-//! (`""`, or `"N/A"` on every entry torch ≥ 2.4 writes): as plain columns they were 8 of the 48
-//! bytes an entry costs, written and paged in for nothing. As runs they cost 8 bytes per change
-//! of value. A column whose earlier rows are rewritten (a pickle may SETITEM an entry's dict
-//! again, long after) turns into a plain column at that moment, so no input makes it slow.
+//! `compile_context`, `user_metadata` and `stream` hold one value for nearly every entry of a
+//! trace (`""`; `"N/A"` on every entry torch ≥ 2.4 writes; stream 0): as plain columns they
+//! were 16 of the 48 bytes an entry cost, written and paged in for nothing. As runs they cost a
+//! few bytes per change of value. A column whose values change more often than every other row
+//! (streams used in turn) becomes a plain column, and so does one whose earlier rows are
+//! rewritten (a pickle may SETITEM an entry's dict again, long after): no input makes it slower
+//! or larger than a plain column by more than a constant.
 
 use crate::raw::strings::StrId;
 
 #[derive(Debug, Clone, PartialEq)]
-enum Repr {
+enum Repr<T> {
     /// `values[i]` holds for rows `starts[i]..starts[i + 1]` (the last run up to `len`).
     Runs {
         starts: Vec<u32>,
-        values: Vec<StrId>,
+        values: Vec<T>,
         len: u32,
     },
-    Dense(Vec<StrId>),
+    Dense(Vec<T>),
 }
 
-/// A column of [`StrId`]s, one per trace entry, stored as runs (see the module doc).
+/// A column of values, one per trace entry, stored as runs (see the module doc).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StrRuns(Repr);
+pub struct Runs<T>(Repr<T>);
 
-impl Default for StrRuns {
+/// Per-entry strings.
+pub type StrRuns = Runs<StrId>;
+
+/// Runs past this many stay runs only while there are fewer than half as many as rows.
+const FEW_RUNS: usize = 64;
+
+impl<T> Default for Runs<T> {
     fn default() -> Self {
-        StrRuns(Repr::Runs {
+        Runs(Repr::Runs {
             starts: Vec::new(),
             values: Vec::new(),
             len: 0,
@@ -33,7 +41,7 @@ impl Default for StrRuns {
     }
 }
 
-impl StrRuns {
+impl<T: Copy + PartialEq + Default> Runs<T> {
     pub fn len(&self) -> usize {
         match &self.0 {
             Repr::Runs { len, .. } => *len as usize,
@@ -46,7 +54,7 @@ impl StrRuns {
     }
 
     /// The value of `row`, as `Vec::get` gives it.
-    pub fn get(&self, row: usize) -> Option<&StrId> {
+    pub fn get(&self, row: usize) -> Option<&T> {
         match &self.0 {
             Repr::Runs {
                 starts,
@@ -64,7 +72,7 @@ impl StrRuns {
     }
 
     #[inline]
-    pub fn push(&mut self, v: StrId) {
+    pub fn push(&mut self, v: T) {
         match &mut self.0 {
             Repr::Runs {
                 starts,
@@ -72,6 +80,11 @@ impl StrRuns {
                 len,
             } => {
                 if values.last() != Some(&v) {
+                    if values.len() >= FEW_RUNS && values.len() * 2 > *len as usize {
+                        self.make_dense();
+                        self.push(v);
+                        return;
+                    }
                     starts.push(*len);
                     values.push(v);
                 }
@@ -81,8 +94,34 @@ impl StrRuns {
         }
     }
 
+    /// The values of `rows` (clipped to the column), as a plain vector.
+    pub fn to_vec(&self, rows: std::ops::Range<usize>) -> Vec<T> {
+        let end = rows.end.min(self.len());
+        (rows.start.min(end)..end)
+            .map(|r| self.get(r).copied().unwrap_or_default())
+            .collect()
+    }
+
+    #[cold]
+    fn make_dense(&mut self) {
+        if let Repr::Runs {
+            starts,
+            values,
+            len,
+        } = &self.0
+        {
+            let mut dense = Vec::with_capacity(*len as usize);
+            for (i, &v) in values.iter().enumerate() {
+                let end = starts.get(i + 1).copied().unwrap_or(*len);
+                let start = starts.get(i).copied().unwrap_or(end);
+                dense.extend(std::iter::repeat_n(v, end.saturating_sub(start) as usize));
+            }
+            self.0 = Repr::Dense(dense);
+        }
+    }
+
     /// Sets an existing row (`row < len`; others are ignored).
-    pub fn set(&mut self, row: usize, v: StrId) {
+    pub fn set(&mut self, row: usize, v: T) {
         if row >= self.len() || self.get(row) == Some(&v) {
             return;
         }
@@ -103,17 +142,8 @@ impl StrRuns {
                 self.push(v);
                 return;
             }
-            let dense: Vec<StrId> = (0..*len as usize)
-                .map(|r| {
-                    let i = starts.partition_point(|&s| s as usize <= r);
-                    values
-                        .get(i.wrapping_sub(1))
-                        .copied()
-                        .unwrap_or(StrId::EMPTY)
-                })
-                .collect();
-            self.0 = Repr::Dense(dense);
         }
+        self.make_dense();
         if let Repr::Dense(d) = &mut self.0 {
             if let Some(x) = d.get_mut(row) {
                 *x = v;
@@ -143,11 +173,15 @@ mod tests {
         for round in 0..200 {
             let mut runs = StrRuns::default();
             let mut plain: Vec<StrId> = Vec::new();
-            for _ in 0..(round % 40) {
+            for _ in 0..(round * 7 % 600) {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                let v = StrId((rng % 3) as u32);
+                // changes on most rows (becomes plain past FEW_RUNS), or rarely
+                let v = match round % 2 {
+                    0 => StrId((rng % 3) as u32),
+                    _ => StrId((rng % 97 == 0) as u32),
+                };
                 match rng % 7 {
                     // rewrite the last row, or an earlier one
                     0 if !plain.is_empty() => {
@@ -155,7 +189,7 @@ mod tests {
                         plain[r] = v;
                         runs.set(r, v);
                     }
-                    1 if !plain.is_empty() => {
+                    1 if !plain.is_empty() && rng % 5 == 0 => {
                         let r = (rng >> 20) as usize % plain.len();
                         plain[r] = v;
                         runs.set(r, v);
@@ -166,9 +200,19 @@ mod tests {
                     }
                 }
                 assert_eq!(runs.len(), plain.len());
-                for r in 0..plain.len() + 2 {
-                    assert_eq!(runs.get(r), plain.get(r), "round {round} row {r}");
-                }
+            }
+            for r in 0..plain.len() + 2 {
+                assert_eq!(runs.get(r), plain.get(r), "round {round} row {r}");
+            }
+            assert_eq!(
+                runs.to_vec(3..plain.len() + 5),
+                plain.get(3..).unwrap_or(&[])
+            );
+            if round % 2 == 0 && plain.len() > 300 {
+                assert!(
+                    matches!(runs.0, Repr::Dense(_)),
+                    "round {round}: still runs"
+                );
             }
         }
     }

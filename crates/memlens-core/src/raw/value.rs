@@ -139,7 +139,7 @@ pub struct TraceRows {
     pub action: Vec<StrId>,
     pub addr: Vec<u64>,
     pub size_bytes: Vec<u64>,
-    pub stream: Vec<u64>,
+    pub stream: crate::model::Runs<u64>,
     pub time_us: Vec<i64>,
     /// Stack of the entry's `frames` (interned as it is read).
     pub stack: Vec<crate::model::StackId>,
@@ -163,7 +163,6 @@ impl TraceRows {
         self.action.reserve(n);
         self.addr.reserve(n);
         self.size_bytes.reserve(n);
-        self.stream.reserve(n);
         self.time_us.reserve(n);
         self.stack.reserve(n);
     }
@@ -179,7 +178,6 @@ impl TraceRows {
         let _ = self.action.try_reserve_exact(n).is_ok()
             && self.addr.try_reserve_exact(n).is_ok()
             && self.size_bytes.try_reserve_exact(n).is_ok()
-            && self.stream.try_reserve_exact(n).is_ok()
             && self.time_us.try_reserve_exact(n).is_ok()
             && self.stack.try_reserve_exact(n).is_ok();
     }
@@ -467,7 +465,10 @@ impl Arena {
                 }
                 KEY_ADDR => self.rows.addr[ri] = self.u64_field(v),
                 KEY_SIZE => self.rows.size_bytes[ri] = self.u64_field(v),
-                KEY_STREAM => self.rows.stream[ri] = self.int_bits(v),
+                KEY_STREAM => {
+                    let x = self.int_bits(v);
+                    self.rows.stream.set(ri, x)
+                }
                 KEY_TIME_US => {
                     self.rows.time_us[ri] = match v {
                         Val::Int(t) => t,

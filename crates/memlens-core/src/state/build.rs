@@ -121,7 +121,7 @@ pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
         .get(range.clone())
         .map(<[StackId]>::to_vec)
         .unwrap_or_default();
-    let streams = col(&t.stream);
+    let streams = t.stream.to_vec(range.clone());
     let mut ops = Ops {
         kind: vec![OpKind::Noop; n],
         flags: vec![0; n],
