@@ -241,7 +241,7 @@ impl<'a> Replay<'a> {
     /// An entry upstream has no line for, written like Python's `repr` of its dict (frames left out).
     fn write_dict(&self, out: &mut impl Write, i: usize) -> io::Result<()> {
         let t = &self.s.trace;
-        let action = t.action_str.get(i).map(|&a| self.s.str(a)).unwrap_or("");
+        let action = self.s.action_name(i);
         let num = |c: &Vec<u64>| c.get(i).copied().unwrap_or(0);
         write!(
             out,

@@ -87,6 +87,20 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action but [`Action::Unknown`].
+    pub const KNOWN: [Action; 10] = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::Snapshot,
+        Action::Oom,
+        Action::Annotate,
+    ];
+
     pub fn from_name(s: &str) -> Action {
         match s {
             "alloc" => Action::Alloc,
@@ -128,14 +142,16 @@ pub enum EntryExtra {
     PoolId(i64, i64),
     ForwardFrames(Vec<StrId>),
     Category(StrId),
+    /// The action as written, for [`Action::Unknown`] entries.
+    ActionName(StrId),
 }
 
 /// Trace entries of all devices as parallel columns, grouped by device (see [`DeviceTrace`]).
 #[derive(Debug, Clone, Default)]
 pub struct TraceColumns {
+    /// An [`Action::Unknown`] entry's name is in its extras ([`EntryExtra::ActionName`];
+    /// [`Snapshot::action_name`] reads either).
     pub action: Vec<Action>,
-    /// The action as written in the file (differs from `action.name()` only for `Unknown`).
-    pub action_str: Vec<StrId>,
     pub addr: Vec<u64>,
     pub size_bytes: Vec<u64>,
     pub stream: Runs<u64>,
@@ -267,6 +283,21 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn str(&self, id: StrId) -> &str {
         self.strings.get(id)
+    }
+
+    /// The action of trace row `row` as the file wrote it.
+    pub fn action_name(&self, row: usize) -> &str {
+        match self.trace.action.get(row) {
+            Some(Action::Unknown) => {
+                let name = self.trace.extras_of(row as u32).fold(None, |n, e| match e {
+                    EntryExtra::ActionName(s) => Some(*s),
+                    _ => n,
+                });
+                name.map(|s| self.str(s)).unwrap_or("")
+            }
+            Some(a) => a.name(),
+            None => "",
+        }
     }
 
     pub fn frame(&self, id: FrameId) -> Option<&Frame> {

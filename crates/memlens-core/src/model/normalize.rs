@@ -442,6 +442,7 @@ fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
         RowExtra::DeviceFree(f) => EntryExtra::DeviceFree(*f),
         RowExtra::InternalMetadata(s) => EntryExtra::InternalMetadata(*s),
         RowExtra::Category(s) => EntryExtra::Category(*s),
+        RowExtra::ActionName(s) => EntryExtra::ActionName(*s),
         RowExtra::PoolId(v) => {
             let (x, y) = pair(a, Some(*v));
             EntryExtra::PoolId(x, y)
@@ -458,8 +459,6 @@ fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
 
 /// Adopts the decoder's columns as they are (rows already in device order).
 fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
-    let mut actions = ActionOf::new(a);
-    let action: Vec<Action> = rows.action.iter().map(|&s| actions.get(s)).collect();
     let mut extras: Vec<(u32, EntryExtra)> = rows
         .extras
         .iter()
@@ -467,8 +466,7 @@ fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
         .collect();
     extras.sort_by_key(|(r, _)| *r);
     TraceColumns {
-        action,
-        action_str: rows.action,
+        action: rows.action,
         addr: rows.addr,
         size_bytes: rows.size_bytes,
         stream: rows.stream,
@@ -480,43 +478,16 @@ fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
     }
 }
 
-/// The [`Action`] of an action string, by string id (a table as long as the string table,
-/// filled as ids come: no hashing or string compare per entry).
-struct ActionOf<'a> {
-    a: &'a Arena,
-    table: Vec<Option<Action>>,
-}
-
-impl<'a> ActionOf<'a> {
-    fn new(a: &'a Arena) -> Self {
-        ActionOf {
-            a,
-            table: vec![None; a.strings.len()],
-        }
-    }
-
-    fn get(&mut self, s: StrId) -> Action {
-        match self.table.get_mut(s.0 as usize) {
-            Some(Some(x)) => *x,
-            Some(slot) => *slot.insert(Action::from_name(self.a.strings.get(s))),
-            None => Action::from_name(self.a.strings.get(s)),
-        }
-    }
-}
-
 /// Copies the rows in `order` into new columns.
 fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
     let mut c = TraceColumns::default();
-    let mut actions = ActionOf::new(a);
     let mut pos_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     for (i, &r) in order.iter().enumerate() {
         let r = r as usize;
         if r >= rows.len() {
             continue;
         }
-        let s = rows.action[r];
-        c.action.push(actions.get(s));
-        c.action_str.push(s);
+        c.action.push(rows.action[r]);
         c.addr.push(rows.addr[r]);
         c.size_bytes.push(rows.size_bytes[r]);
         c.stream.push(rows.stream.get(r).copied().unwrap_or(0));

@@ -116,24 +116,19 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     // (when above 0, else the baseline itself, before the first event).
     let (mut net, mut max_net, mut max_at) = (0i128, 0i128, -1i64);
     let (mut net_seg, mut max_seg) = (0i128, 0i128);
-    // Few distinct actions: a short list with a last-hit cache beats a map per row.
-    let mut counts: Vec<(u32, u64)> = Vec::new();
-    let mut last = usize::MAX;
+    // Known actions counted by kind; unknown ones (rare) by the name the file wrote.
+    let mut counts = [0u64; Action::Unknown as usize + 1];
     for (i, r) in rows.enumerate() {
         let r = r as usize;
-        let a = t.action_str[r].0;
-        if last >= counts.len() || counts[last].0 != a {
-            last = match counts.iter().position(|(k, _)| *k == a) {
-                Some(j) => j,
-                None => {
-                    counts.push((a, 0));
-                    counts.len() - 1
-                }
-            };
+        let action = t.action[r];
+        match action {
+            Action::Unknown => {
+                *st.actions.entry(s.action_name(r).to_string()).or_default() += 1;
+            }
+            a => counts[a as usize] += 1,
         }
-        counts[last].1 += 1;
         let size = t.size_bytes[r] as i128;
-        match t.action[r] {
+        match action {
             Action::Alloc => net += size,
             Action::FreeCompleted => net -= size,
             Action::SegmentAlloc | Action::SegmentMap => {
@@ -152,10 +147,10 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
             max_at = i as i64;
         }
     }
-    for (k, v) in counts {
-        *st.actions
-            .entry(s.strings.get(crate::raw::StrId(k)).to_string())
-            .or_default() += v;
+    for a in Action::KNOWN {
+        if counts[a as usize] > 0 {
+            *st.actions.entry(a.name().to_string()).or_default() += counts[a as usize];
+        }
     }
     let base = st.requested_bytes as i128 - net;
     let seg_base = st.reserved_bytes as i128 - net_seg;

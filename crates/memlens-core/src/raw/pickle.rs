@@ -1245,7 +1245,11 @@ mod tests {
                 PickleMachine::decode_all(&entry_list(&pairs)).unwrap_or_else(|e| panic!("{e}"));
             let rows = &arena.rows;
             assert_eq!(rows.len(), 1, "{pairs:?}");
-            assert_eq!(arena.strings.get(rows.action[0]), action, "{pairs:?}");
+            assert_eq!(
+                rows.action[0],
+                crate::model::Action::from_name(action),
+                "{pairs:?}"
+            );
             assert_eq!(rows.addr[0], addr, "{pairs:?}");
             assert_eq!(rows.odd_values, odd, "{pairs:?}");
             assert!(matches!(

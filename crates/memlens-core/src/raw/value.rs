@@ -7,6 +7,7 @@
 //! in file order is a [`Node::RowRange`] that costs nothing per entry.
 
 use super::strings::{StrId, StringTable};
+use crate::model::Action;
 
 /// Index of a container in the [`Arena`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,12 +132,15 @@ pub enum RowExtra {
     PoolId(Val),
     ForwardFrames(Val),
     Category(StrId),
+    /// The action as written, where it is none of the known ones ([`Action::Unknown`]).
+    ActionName(StrId),
 }
 
 /// Trace entries as columns, in file order. Adopted by the model without copying.
 #[derive(Debug, Clone, Default)]
 pub struct TraceRows {
-    pub action: Vec<StrId>,
+    /// Unknown actions keep their name in `extras` ([`RowExtra::ActionName`]).
+    pub action: Vec<Action>,
     pub addr: Vec<u64>,
     pub size_bytes: Vec<u64>,
     pub stream: crate::model::Runs<u64>,
@@ -196,7 +200,7 @@ impl TraceRows {
 
     fn push_default(&mut self) -> u32 {
         let r = self.action.len() as u32;
-        self.action.push(StrId::EMPTY);
+        self.action.push(Action::Unknown);
         self.addr.push(0);
         self.size_bytes.push(0);
         self.stream.push(0);
@@ -217,6 +221,8 @@ pub struct Arena {
     pub keys: Keys,
     pub(crate) frame_keys: super::intern::FrameKeys,
     pub stack_interner: super::intern::StackInterner,
+    /// The [`Action`] of each action string met so far, by string id.
+    action_of: Vec<Option<Action>>,
 }
 
 impl Default for Arena {
@@ -235,6 +241,7 @@ impl Default for Arena {
             keys,
             frame_keys,
             stack_interner: Default::default(),
+            action_of: Vec::new(),
         }
     }
 }
@@ -415,8 +422,12 @@ impl Arena {
         let compile_context = self.str_field(by_key[KEY_COMPILE_CONTEXT as usize]);
         let user_metadata = self.str_field(by_key[KEY_USER_METADATA as usize]);
         let r = self.rows.len() as u32;
+        let act = self.action_for(action);
         let rows = &mut self.rows;
-        rows.action.push(action);
+        rows.action.push(act);
+        if act == Action::Unknown {
+            rows.extras.push((r, RowExtra::ActionName(action)));
+        }
         rows.addr.push(addr);
         rows.size_bytes.push(size);
         rows.stream.push(stream);
@@ -460,7 +471,11 @@ impl Arena {
             match key.0 {
                 KEY_ACTION => {
                     if let Val::Str(s) = v {
-                        self.rows.action[ri] = s;
+                        let act = self.action_for(s);
+                        self.rows.action[ri] = act;
+                        if act == Action::Unknown {
+                            self.rows.extras.push((r, RowExtra::ActionName(s)));
+                        }
                     }
                 }
                 KEY_ADDR => self.rows.addr[ri] = self.u64_field(v),
@@ -512,6 +527,28 @@ impl Arena {
             }
             _ => {}
         }
+    }
+
+    /// The action an action string names (a table by string id: no string compare per row).
+    #[inline]
+    fn action_for(&mut self, s: StrId) -> Action {
+        if let Some(Some(a)) = self.action_of.get(s.0 as usize) {
+            return *a;
+        }
+        self.action_for_new(s)
+    }
+
+    #[cold]
+    fn action_for_new(&mut self, s: StrId) -> Action {
+        let a = Action::from_name(self.strings.get(s));
+        let i = s.0 as usize;
+        if i >= self.action_of.len() {
+            self.action_of.resize(i + 1, None);
+        }
+        if let Some(slot) = self.action_of.get_mut(i) {
+            *slot = Some(a);
+        }
+        a
     }
 
     #[inline]
