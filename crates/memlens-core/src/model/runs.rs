@@ -71,8 +71,26 @@ impl<T: Copy + PartialEq + Default> Runs<T> {
         }
     }
 
-    #[inline]
+    /// Appends a row. The common case (the value of the row before) only counts it.
+    #[inline(always)]
     pub fn push(&mut self, v: T) {
+        if let Repr::Runs { values, len, .. } = &mut self.0 {
+            if values.last() == Some(&v) {
+                *len += 1;
+                return;
+            }
+        }
+        self.push_new(v);
+    }
+
+    /// [`Self::push`] of a value that starts a run, or of any value to a plain column.
+    #[inline(never)]
+    fn push_new(&mut self, v: T) {
+        if let Repr::Runs { values, len, .. } = &self.0 {
+            if values.len() >= FEW_RUNS && values.len() * 2 > *len as usize {
+                self.make_dense();
+            }
+        }
         match &mut self.0 {
             Repr::Runs {
                 starts,
@@ -80,11 +98,6 @@ impl<T: Copy + PartialEq + Default> Runs<T> {
                 len,
             } => {
                 if values.last() != Some(&v) {
-                    if values.len() >= FEW_RUNS && values.len() * 2 > *len as usize {
-                        self.make_dense();
-                        self.push(v);
-                        return;
-                    }
                     starts.push(*len);
                     values.push(v);
                 }

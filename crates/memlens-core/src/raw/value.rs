@@ -383,35 +383,41 @@ impl Arena {
     /// values gathered by key id; a repeated key takes the general path, field by field in
     /// file order.
     fn new_row(&mut self, kv: &[Val]) -> Option<u32> {
-        let mut by_key = [Val::None; KEY_SLOTS];
+        // Where each known key's value is in `kv` (its last one; 0 for none: `kv[0]` is a key,
+        // never a value), 4 bytes a key rather than a 16-byte copy of each value.
+        let mut at = [0u32; KEY_SLOTS];
         let mut present = 0u32;
         let mut known = 0u32;
-        for p in kv.chunks_exact(2) {
+        for (i, p) in kv.chunks_exact(2).enumerate() {
             if let Val::Str(StrId(k)) = p[0] {
                 if (k as usize) < KEY_SLOTS {
-                    by_key[k as usize] = p[1];
+                    at[k as usize] = 2 * i as u32 + 1;
                     present |= 1 << k;
                     known += 1;
                 }
             }
         }
-        let Val::Str(action) = by_key[KEY_ACTION as usize] else {
+        let field = |k: u32| match at[k as usize] {
+            0 => Val::None,
+            i => kv.get(i as usize).copied().unwrap_or(Val::None),
+        };
+        let Val::Str(action) = field(KEY_ACTION) else {
             // No `action`, or a repeated one whose last value is not a string.
             return self.new_row_general(kv);
         };
         if known != present.count_ones() {
             return self.new_row_general(kv);
         }
-        let addr = self.u64_field(by_key[KEY_ADDR as usize]);
-        let size = self.u64_field(by_key[KEY_SIZE as usize]);
-        let stream = self.int_bits(by_key[KEY_STREAM as usize]);
-        let time_us = match by_key[KEY_TIME_US as usize] {
+        let addr = self.u64_field(field(KEY_ADDR));
+        let size = self.u64_field(field(KEY_SIZE));
+        let stream = self.int_bits(field(KEY_STREAM));
+        let time_us = match field(KEY_TIME_US) {
             Val::Int(t) => t,
             Val::Float(f) => f as i64,
             _ => TIME_NONE,
         };
         // A frames list shared by memo is interned already: looked up here, not in a call.
-        let frames = by_key[KEY_FRAMES as usize];
+        let frames = field(KEY_FRAMES);
         let stack = match frames {
             Val::Node(NodeId(n)) => match self.nodes.get(n as usize) {
                 Some(&Node::Stack(s)) => s,
@@ -419,8 +425,8 @@ impl Arena {
             },
             _ => self.intern_stack(frames),
         };
-        let compile_context = self.str_field(by_key[KEY_COMPILE_CONTEXT as usize]);
-        let user_metadata = self.str_field(by_key[KEY_USER_METADATA as usize]);
+        let compile_context = self.str_field(field(KEY_COMPILE_CONTEXT));
+        let user_metadata = self.str_field(field(KEY_USER_METADATA));
         let r = self.rows.len() as u32;
         let act = self.action_for(action);
         let rows = &mut self.rows;
