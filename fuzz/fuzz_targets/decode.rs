@@ -1,10 +1,13 @@
 //! Fuzzes the decoder: arbitrary bytes through `memlens_core::load` (sniffing, pickle, JSON, HTML,
 //! then the model) and the streaming paths (`PickleMachine::feed` with chunk sizes taken from the
-//! input, and `Loader`), which must agree with the whole-buffer decode. Never panics, never hangs.
+//! input, and `Loader`), which must agree with the whole-buffer decode, and the plain opcode loop
+//! (the trace-entry fast path off), which must give the same model or the same error. Never
+//! panics, never hangs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memlens_core::raw::{PickleMachine, Progress};
+use memlens_core::model::normalize;
+use memlens_core::raw::{Encoding, PickleMachine, Progress};
 use memlens_core::Loader;
 
 /// Feeds `body` to a fresh machine in chunks of `chunk` bytes, as a reader would.
@@ -29,6 +32,25 @@ fn feed_in_chunks(body: &[u8], chunk: usize) -> Result<bool, memlens_core::Decod
     }
 }
 
+/// The whole-buffer decode and its model, as text, with the entry fast path on or off.
+fn decode_text(body: &[u8], fast: bool) -> String {
+    let mut m = PickleMachine::default();
+    m.fast_entries = fast;
+    match m.feed(body, true) {
+        Ok(Progress::Done(_)) => {}
+        Ok(Progress::NeedMore(_)) => return "need more".into(),
+        Err(e) => return format!("error: {e}"),
+    }
+    let Some(top) = m.result() else {
+        return "no result".into();
+    };
+    let nodes = m.arena.nodes.len();
+    match normalize(m.arena, top, Encoding::Pickle { protocol: m.protocol }) {
+        Ok(s) => format!("{nodes} {s:?}"),
+        Err(e) => format!("{nodes} normalize error: {e}"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let whole = memlens_core::load(data);
     if let Ok(s) = &whole {
@@ -39,6 +61,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let chunk = usize::from(first % 61) + 1;
+
+    assert!(
+        decode_text(body, true) == decode_text(body, false),
+        "the entry fast path disagrees with the opcode loop"
+    );
 
     let all_at_once = PickleMachine::decode_all(body);
     let streamed = feed_in_chunks(body, chunk);
