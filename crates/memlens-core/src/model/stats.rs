@@ -116,36 +116,41 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     // (when above 0, else the baseline itself, before the first event).
     let (mut net, mut max_net, mut max_at) = (0i128, 0i128, -1i64);
     let (mut net_seg, mut max_seg) = (0i128, 0i128);
-    // Known actions counted by kind; unknown ones (rare) by the name the file wrote.
+    // Known actions counted by kind; unknown ones (rare) by the name the file wrote. The sums
+    // take each row's size times its action's sign from a table: actions follow no pattern a
+    // branch predictor could learn.
     let mut counts = [0u64; Action::Unknown as usize + 1];
-    for (i, r) in rows.enumerate() {
-        let r = r as usize;
-        let action = t.action[r];
-        match action {
-            Action::Unknown => {
-                *st.actions.entry(s.action_name(r).to_string()).or_default() += 1;
-            }
-            a => counts[a as usize] += 1,
+    let mut live_sign = [0i128; Action::Unknown as usize + 1];
+    let mut seg_sign = live_sign;
+    live_sign[Action::Alloc as usize] = 1;
+    live_sign[Action::FreeCompleted as usize] = -1;
+    seg_sign[Action::SegmentAlloc as usize] = 1;
+    seg_sign[Action::SegmentMap as usize] = 1;
+    seg_sign[Action::SegmentFree as usize] = -1;
+    seg_sign[Action::SegmentUnmap as usize] = -1;
+    let (actions, sizes) = (
+        t.action
+            .get(rows.start as usize..rows.end as usize)
+            .unwrap_or(&[]),
+        t.size_bytes
+            .get(rows.start as usize..rows.end as usize)
+            .unwrap_or(&[]),
+    );
+    for (i, (&action, &size)) in actions.iter().zip(sizes).enumerate() {
+        let a = action as usize;
+        counts[a] += 1;
+        if action == Action::Unknown {
+            let r = rows.start as usize + i;
+            *st.actions.entry(s.action_name(r).to_string()).or_default() += 1;
         }
-        let size = t.size_bytes[r] as i128;
-        match action {
-            Action::Alloc => net += size,
-            Action::FreeCompleted => net -= size,
-            Action::SegmentAlloc | Action::SegmentMap => {
-                net_seg += size;
-                max_seg = max_seg.max(net_seg);
-                continue;
-            }
-            Action::SegmentFree | Action::SegmentUnmap => {
-                net_seg -= size;
-                continue;
-            }
-            _ => continue,
-        }
-        if net > max_net {
-            max_net = net;
-            max_at = i as i64;
-        }
+        let size = size as i128;
+        net += size * live_sign[a];
+        net_seg += size * seg_sign[a];
+        // (first maxima: a later equal value does not move `max_at`)
+        let up = net > max_net;
+        max_at = if up { i as i64 } else { max_at };
+        max_net = max_net.max(net);
+        max_seg = max_seg.max(net_seg);
     }
     for a in Action::KNOWN {
         if counts[a as usize] > 0 {
