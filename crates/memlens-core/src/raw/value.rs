@@ -382,7 +382,7 @@ impl Arena {
     /// among them). The common case, each known key once, fills every column once from the
     /// values gathered by key id; a repeated key takes the general path, field by field in
     /// file order.
-    fn new_row(&mut self, kv: &[Val]) -> Option<u32> {
+    pub(crate) fn new_row(&mut self, kv: &[Val]) -> Option<u32> {
         // Where each known key's value is in `kv` (its last one; 0 for none: `kv[0]` is a key,
         // never a value), 4 bytes a key rather than a 16-byte copy of each value.
         let mut at = [0u32; KEY_SLOTS];

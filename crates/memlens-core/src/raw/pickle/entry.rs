@@ -244,6 +244,33 @@ impl PickleMachine {
         base: u64,
         setitems_at: usize,
     ) -> Result<(), DecodeError> {
+        // The common entry: every item a scalar, a known string or container, or a new string.
+        // If it becomes a row, the steps below come to this: its dict node pushed, memoized,
+        // turned into the row and given back, the row memoized in its place and on the stack,
+        // the strings interned and memoized in order (`new_row` does not touch the memo or
+        // the fresh list, and with no list or container GET among the items, nothing else
+        // does). Where it does not become a row, `new_row` changed nothing.
+        if toks.iter().all(|(_, t)| matches!(t, Tok::Str { .. })) {
+            for &(i, t) in toks {
+                if let Tok::Str { start, end, .. } = t {
+                    kv[i] = Val::Str(self.arena.strings.intern_bytes(&buf[start..end]));
+                }
+            }
+            if let Some(r) = self.arena.new_row(kv) {
+                self.fresh = None;
+                let row = Val::Row(RowId(r));
+                let k = self.memo.len() as u64;
+                self.memo_put(k, row);
+                for &(i, t) in toks {
+                    if let Tok::Str { memo: true, .. } = t {
+                        let k = self.memo.len() as u64;
+                        self.memo_put(k, kv[i]);
+                    }
+                }
+                push_val(&mut self.stack, row);
+                return Ok(());
+            }
+        }
         // EMPTY_DICT MEMOIZE
         let node = self.arena.nodes.len() as u32;
         self.arena.nodes.push(EMPTY_DICT_NODE);
