@@ -32,6 +32,13 @@ if [ -f "$src" ]; then
   inputs+=("$src")
   [ -f bench/data/rep_100MB.pickle ] || python3 bench/make_repeated.py "$src" 180 bench/data/rep_100MB.pickle >/dev/null
   inputs+=(bench/data/rep_100MB.pickle)
+  if [ $quick = 0 ]; then
+    # 1 GB: the shallow repetition (75 bytes an entry, denser than any real snapshot) and the
+    # --fresh one, written the way torch writes a trace (~165 bytes an entry, like its source)
+    [ -f bench/data/rep_1GB.pickle ] || python3 bench/make_repeated.py "$src" 1870 bench/data/rep_1GB.pickle >/dev/null
+    [ -f bench/data/fresh_rep_1GB.pickle ] || python3 bench/make_repeated.py --fresh "$src" 663 bench/data/fresh_rep_1GB.pickle >/dev/null
+    inputs+=(bench/data/rep_1GB.pickle bench/data/fresh_rep_1GB.pickle)
+  fi
 else
   echo "NOTICE: $src not found: real-snapshot rows skipped"
 fi
