@@ -20,19 +20,7 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen::{JsCast, JsValue};
 
 /// Trace actions by the code the `ev_action` column holds (`Action as u8`).
-pub const ACTIONS: [Action; 11] = [
-    Action::Alloc,
-    Action::FreeRequested,
-    Action::FreeCompleted,
-    Action::SegmentAlloc,
-    Action::SegmentFree,
-    Action::SegmentMap,
-    Action::SegmentUnmap,
-    Action::Snapshot,
-    Action::Oom,
-    Action::Annotate,
-    Action::Unknown,
-];
+pub const ACTIONS: [Action; 11] = Action::ALL;
 
 /// Block states by the code the `blk_state` column holds.
 pub const BLOCK_STATES: [BlockState; 4] = [

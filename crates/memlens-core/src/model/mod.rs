@@ -87,8 +87,8 @@ pub enum Action {
 }
 
 impl Action {
-    /// Every action but [`Action::Unknown`].
-    pub const KNOWN: [Action; 10] = [
+    /// Every action, in the order of their codes (`Action as u8`).
+    pub const ALL: [Action; 11] = [
         Action::Alloc,
         Action::FreeRequested,
         Action::FreeCompleted,
@@ -99,6 +99,7 @@ impl Action {
         Action::Snapshot,
         Action::Oom,
         Action::Annotate,
+        Action::Unknown,
     ];
 
     pub fn from_name(s: &str) -> Action {

@@ -152,8 +152,8 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         max_net = max_net.max(net);
         max_seg = max_seg.max(net_seg);
     }
-    for a in Action::KNOWN {
-        if counts[a as usize] > 0 {
+    for a in Action::ALL {
+        if a != Action::Unknown && counts[a as usize] > 0 {
             *st.actions.entry(a.name().to_string()).or_default() += counts[a as usize];
         }
     }

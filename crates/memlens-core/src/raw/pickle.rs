@@ -502,6 +502,19 @@ impl PickleMachine {
         }
     }
 
+    /// EMPTY_DICT: a new dict node, fresh (see [`Self::fresh`]).
+    #[inline]
+    fn open_dict(&mut self) -> u32 {
+        let node = self.arena.nodes.len() as u32;
+        self.arena.nodes.push(EMPTY_DICT_NODE);
+        self.fresh = Some(Fresh {
+            node,
+            memo_slot: None,
+            again: false,
+        });
+        node
+    }
+
     #[inline]
     fn memo_put(&mut self, key: u64, v: Val) {
         if let Val::Node(n) = v {
@@ -682,13 +695,7 @@ impl PickleMachine {
                             continue;
                         }
                     }
-                    let node = self.arena.nodes.len() as u32;
-                    self.arena.nodes.push(EMPTY_DICT_NODE);
-                    self.fresh = Some(Fresh {
-                        node,
-                        memo_slot: None,
-                        again: false,
-                    });
+                    let node = self.open_dict();
                     push_node(&mut self.stack, node);
                     // Nearly every dict is memoized at once: done here, where the value is at
                     // hand, instead of reading it back from the stack.

@@ -11,8 +11,8 @@
 //! loop would leave. A test decodes every fixture and real snapshot both ways and compares.
 
 use super::{
-    le_i64, push_val, Fresh, PickleMachine, EMPTY_DICT_NODE, MEMO_NODE, MEMO_ROW, MEMO_STR,
-    MEMO_TAG_BITS, MEMO_TAG_MASK, MEMO_WIDE,
+    le_i64, push_val, Fresh, PickleMachine, MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS,
+    MEMO_TAG_MASK, MEMO_WIDE,
 };
 use crate::error::DecodeError;
 use crate::raw::strings::StrId;
@@ -272,13 +272,7 @@ impl PickleMachine {
             }
         }
         // EMPTY_DICT MEMOIZE
-        let node = self.arena.nodes.len() as u32;
-        self.arena.nodes.push(EMPTY_DICT_NODE);
-        self.fresh = Some(Fresh {
-            node,
-            memo_slot: None,
-            again: false,
-        });
+        let node = self.open_dict();
         let dict = Val::Node(NodeId(node));
         let k = self.memo.len() as u64;
         self.memo_put(k, dict);
