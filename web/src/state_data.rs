@@ -168,12 +168,13 @@ impl EventColumns {
         let mut blk_ver: HashMap<u64, u32> = HashMap::new();
         let mut seg_ver: HashMap<u64, u32> = HashMap::new();
         let mut last_stream: Option<(u64, u32)> = None;
+        let mut streams = t.stream.cursor();
         for (i, r) in rows.enumerate() {
             let r = r as usize;
             let a = t.action.get(r).copied().unwrap_or(Action::Unknown);
             let addr = t.addr.get(r).copied().unwrap_or(0);
             let size = t.size_bytes.get(r).copied().unwrap_or(0);
-            let s = t.stream.get(r).copied().unwrap_or(0);
+            let s = streams.at(r).unwrap_or(0);
             let (versions, bump) = match a {
                 Action::Alloc | Action::FreeRequested => (Some(&mut blk_ver), false),
                 Action::FreeCompleted => (Some(&mut blk_ver), true),

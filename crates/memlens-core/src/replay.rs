@@ -114,14 +114,15 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
     let mut open: FxHashMap<u64, usize> = FxHashMap::default();
     // Address → (event, stack) of a `free_requested` with no open allocation.
     let mut lone_requests: FxHashMap<u64, (u32, StackId)> = FxHashMap::default();
+    let mut streams = t.stream.cursor();
     for (event, r) in rows.enumerate() {
         let event = event as u32;
         let r = r as usize;
-        let (Some(&action), Some(&addr), Some(&size), Some(&stream), Some(&stack)) = (
+        let (Some(&action), Some(&addr), Some(&size), Some(stream), Some(&stack)) = (
             t.action.get(r),
             t.addr.get(r),
             t.size_bytes.get(r),
-            t.stream.get(r),
+            streams.at(r),
             t.stack.get(r),
         ) else {
             continue;

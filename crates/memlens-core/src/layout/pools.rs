@@ -312,13 +312,14 @@ pub(super) fn stack_allocated(
     let rows = snap.device_rows(device);
     let t = &snap.trace;
     let mut seg_events: Vec<(u32, u32, i64)> = Vec::new();
+    let mut streams = t.stream.cursor();
     for (i, r) in rows.clone().enumerate() {
         let r = r as usize;
-        let (Some(&action), Some(&addr), Some(&size), Some(&stream)) = (
+        let (Some(&action), Some(&addr), Some(&size), Some(stream)) = (
             t.action.get(r),
             t.addr.get(r),
             t.size_bytes.get(r),
-            t.stream.get(r),
+            streams.at(r),
         ) else {
             continue;
         };

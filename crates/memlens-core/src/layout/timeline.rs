@@ -811,6 +811,7 @@ fn pair_segments(
     let mut live: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
     let mut versions: FxHashMap<u64, u32> = FxHashMap::default();
     let mut untraced_unmaps = 0u64;
+    let mut streams = t.stream.cursor();
     for (i, r) in rows.clone().enumerate() {
         let r = r as usize;
         let (Some(&action), Some(&addr), Some(&size)) =
@@ -819,7 +820,7 @@ fn pair_segments(
             continue;
         };
         let i = i as u32;
-        let stream = t.stream.get(r).copied().unwrap_or(0);
+        let stream = streams.at(r).unwrap_or(0);
         let stack = t.stack.get(r).map(|s| s.0).unwrap_or(0);
         let end = addr.saturating_add(size);
         let pool = pools.index(res.pool_of(addr, Some(i)));

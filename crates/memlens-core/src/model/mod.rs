@@ -9,7 +9,7 @@ use crate::raw::{Encoding, StrId, StringTable, Val};
 use std::ops::Range;
 
 pub use normalize::normalize;
-pub use runs::{Runs, StrRuns};
+pub use runs::{Cursor, Runs, StrRuns};
 
 /// Index into [`Snapshot::frames`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -481,6 +481,11 @@ fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
 /// Copies the rows in `order` into new columns.
 fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
     let mut c = TraceColumns::default();
+    let (mut streams, mut contexts, mut metadata) = (
+        rows.stream.cursor(),
+        rows.compile_context.cursor(),
+        rows.user_metadata.cursor(),
+    );
     let mut pos_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     for (i, &r) in order.iter().enumerate() {
         let r = r as usize;
@@ -490,13 +495,12 @@ fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
         c.action.push(rows.action[r]);
         c.addr.push(rows.addr[r]);
         c.size_bytes.push(rows.size_bytes[r]);
-        c.stream.push(rows.stream.get(r).copied().unwrap_or(0));
+        c.stream.push(streams.at(r).unwrap_or(0));
         c.time_us.push(rows.time_us[r]);
         c.stack.push(rows.stack[r]);
         c.compile_context
-            .push(rows.compile_context.get(r).copied().unwrap_or(StrId::EMPTY));
-        c.user_metadata
-            .push(rows.user_metadata.get(r).copied().unwrap_or(StrId::EMPTY));
+            .push(contexts.at(r).unwrap_or(StrId::EMPTY));
+        c.user_metadata.push(metadata.at(r).unwrap_or(StrId::EMPTY));
         pos_of.entry(r as u32).or_default().push(i as u32);
     }
     for (r, e) in &rows.extras {

@@ -110,9 +110,16 @@ impl<T: Copy + PartialEq + Default> Runs<T> {
     /// The values of `rows` (clipped to the column), as a plain vector.
     pub fn to_vec(&self, rows: std::ops::Range<usize>) -> Vec<T> {
         let end = rows.end.min(self.len());
+        let mut c = self.cursor();
         (rows.start.min(end)..end)
-            .map(|r| self.get(r).copied().unwrap_or_default())
+            .map(|r| c.at(r).unwrap_or_default())
             .collect()
+    }
+
+    /// A reader for rows visited mostly in increasing order: O(1) a row where [`Self::get`]
+    /// searches the runs each time.
+    pub fn cursor(&self) -> Cursor<'_, T> {
+        Cursor { runs: self, i: 0 }
     }
 
     #[cold]
@@ -176,6 +183,45 @@ impl<T: Copy + PartialEq + Default> Runs<T> {
     }
 }
 
+/// See [`Runs::cursor`].
+pub struct Cursor<'a, T> {
+    runs: &'a Runs<T>,
+    /// The run the last row read was in.
+    i: usize,
+}
+
+impl<T: Copy + PartialEq + Default> Cursor<'_, T> {
+    /// The value of `row` (`None` past the end).
+    pub fn at(&mut self, row: usize) -> Option<T> {
+        match &self.runs.0 {
+            Repr::Dense(d) => d.get(row).copied(),
+            Repr::Runs {
+                starts,
+                values,
+                len,
+            } => {
+                if row >= *len as usize {
+                    return None;
+                }
+                let holds = |i: usize| {
+                    starts.get(i).is_some_and(|&s| s as usize <= row)
+                        && starts.get(i + 1).is_none_or(|&e| row < e as usize)
+                };
+                if !holds(self.i) {
+                    self.i = if holds(self.i + 1) {
+                        self.i + 1
+                    } else {
+                        starts
+                            .partition_point(|&s| s as usize <= row)
+                            .saturating_sub(1)
+                    };
+                }
+                values.get(self.i).copied()
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,8 +260,22 @@ mod tests {
                 }
                 assert_eq!(runs.len(), plain.len());
             }
+            let mut c = runs.cursor();
             for r in 0..plain.len() + 2 {
                 assert_eq!(runs.get(r), plain.get(r), "round {round} row {r}");
+                assert_eq!(
+                    c.at(r),
+                    plain.get(r).copied(),
+                    "round {round} row {r}: cursor"
+                );
+            }
+            // back and forth
+            for r in (0..plain.len()).rev().step_by(3) {
+                assert_eq!(
+                    c.at(r),
+                    plain.get(r).copied(),
+                    "round {round} row {r}: backward"
+                );
             }
             assert_eq!(
                 runs.to_vec(3..plain.len() + 5),
