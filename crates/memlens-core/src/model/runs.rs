@@ -64,8 +64,7 @@ impl<T: Copy + PartialEq + Default> Runs<T> {
                 if row >= *len as usize {
                     return None;
                 }
-                let i = starts.partition_point(|&s| s as usize <= row);
-                values.get(i.checked_sub(1)?)
+                values.get(run_of(starts, row)?)
             }
             Repr::Dense(v) => v.get(row),
         }
@@ -183,6 +182,13 @@ impl<T: Copy + PartialEq + Default> Runs<T> {
     }
 }
 
+/// The run holding `row`, given the runs' first rows.
+fn run_of(starts: &[u32], row: usize) -> Option<usize> {
+    starts
+        .partition_point(|&s| s as usize <= row)
+        .checked_sub(1)
+}
+
 /// See [`Runs::cursor`].
 pub struct Cursor<'a, T> {
     runs: &'a Runs<T>,
@@ -211,9 +217,7 @@ impl<T: Copy + PartialEq + Default> Cursor<'_, T> {
                     self.i = if holds(self.i + 1) {
                         self.i + 1
                     } else {
-                        starts
-                            .partition_point(|&s| s as usize <= row)
-                            .saturating_sub(1)
+                        run_of(starts, row)?
                     };
                 }
                 values.get(self.i).copied()
