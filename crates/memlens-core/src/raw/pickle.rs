@@ -109,6 +109,12 @@ impl Memo {
         }
     }
 
+    /// The raw slot of `key` (`MEMO_WIDE` where there is none: the slow path then looks).
+    #[inline(always)]
+    fn slot(&self, key: u64) -> u32 {
+        self.slots.get(key as usize).copied().unwrap_or(MEMO_WIDE)
+    }
+
     /// The value of `key`; a stack slot is `Err((stack id, given back before))`.
     fn get(&self, key: u64) -> Option<Result<Val, (StackId, bool)>> {
         let x = *self.slots.get(key as usize)?;
@@ -625,12 +631,7 @@ impl PickleMachine {
         macro_rules! get {
             ($k:expr, $at:expr) => {{
                 let k: u64 = $k;
-                let x = self
-                    .memo
-                    .slots
-                    .get(k as usize)
-                    .copied()
-                    .unwrap_or(MEMO_WIDE);
+                let x = self.memo.slot(k);
                 let id = x >> MEMO_TAG_BITS;
                 match x & MEMO_TAG_MASK {
                     MEMO_STR => push_val(&mut self.stack, Val::Str(StrId(id))),

@@ -3,16 +3,17 @@
 //!
 //! A snapshot is millions of trace entries, each about twenty opcodes of a few simple kinds
 //! (GET, small ints, short strings, a `frames` list of GETs). [`PickleMachine::entry_fast`] reads
-//! them ahead into tokens ([`Tok`]) without changing anything; where it meets anything else
-//! (another opcode, the end of the chunk, a value it cannot read without side effects) it
-//! gives up and the opcode loop reads the entry as before. Otherwise the tokens are applied in
-//! file order with the same calls the opcode loop makes (memo puts, string interning, memo
-//! gets, SETITEMS with its row and node hand-back), so the machine ends in the state the opcode
-//! loop would leave. A test decodes every fixture and real snapshot both ways and compares.
+//! them ahead without changing anything: values known at once go straight into the items, the
+//! rest become tokens ([`Tok`]). Where it meets anything else (another opcode, the end of the
+//! chunk) it gives up and the opcode loop reads the entry as before. Otherwise the tokens are
+//! applied in file order with the same calls the opcode loop makes (memo puts, string
+//! interning, memo gets, SETITEMS with its row and node hand-back), so the machine ends in the
+//! state the opcode loop would leave. A test decodes every fixture and real snapshot both ways
+//! and compares.
 
 use super::{
     le_i64, push_val, Fresh, PickleMachine, MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS,
-    MEMO_TAG_MASK, MEMO_WIDE,
+    MEMO_TAG_MASK,
 };
 use crate::error::DecodeError;
 use crate::raw::strings::StrId;
@@ -39,8 +40,7 @@ pub(super) enum Tok {
 }
 
 impl PickleMachine {
-    /// At `buf[p]`, just past `EMPTY_DICT MEMOIZE MARK` (the dict opcode at `dict_at`): reads
-    /// the entry through its SETITEMS and returns the position after it, or `None` (nothing
+    /// At `buf[p]`, just past `EMPTY_DICT MEMOIZE MARK`: reads the entry through its SETITEMS and returns the position after it, or `None` (nothing
     /// changed) where the fast path does not apply.
     pub(super) fn entry_fast(
         &mut self,
@@ -62,16 +62,6 @@ impl PickleMachine {
         self.fast_toks = toks;
         self.fast_ids = ids;
         r
-    }
-
-    /// The memo slot of `key` as read now (`MEMO_WIDE` where there is none).
-    #[inline(always)]
-    fn slot(&self, key: u64) -> u32 {
-        self.memo
-            .slots
-            .get(key as usize)
-            .copied()
-            .unwrap_or(MEMO_WIDE)
     }
 
     /// Reads items up to SETITEMS without side effects: each into `kv`, where its value is
@@ -105,7 +95,7 @@ impl PickleMachine {
                 if n == MAX_TOKS {
                     return None;
                 }
-                let x = self.slot(k);
+                let x = self.memo.slot(k);
                 let id = x >> MEMO_TAG_BITS;
                 match x & MEMO_TAG_MASK {
                     MEMO_STR => kv[n] = Val::Str(StrId(id)),
@@ -195,7 +185,7 @@ impl PickleMachine {
                             }
                             _ => return None,
                         };
-                        let x = self.slot(k);
+                        let x = self.memo.slot(k);
                         if x & MEMO_TAG_MASK != MEMO_NODE {
                             return None;
                         }
@@ -343,7 +333,7 @@ impl PickleMachine {
 
     /// GET of `key` as a value (what the opcode loop's `get!` pushes).
     fn get_val(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
-        let x = self.slot(key);
+        let x = self.memo.slot(key);
         let id = x >> MEMO_TAG_BITS;
         match x & MEMO_TAG_MASK {
             MEMO_STR => Ok(Val::Str(StrId(id))),
