@@ -5,6 +5,7 @@
 
 pub mod axis;
 mod bands;
+mod columns;
 pub mod context;
 pub mod paint;
 mod pools;

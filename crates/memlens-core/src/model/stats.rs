@@ -2,10 +2,10 @@
 //! share. Each is defined exactly (see the field docs) so an independent reading can check it.
 
 use super::{Action, BlockState, Snapshot};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DeviceStats {
     pub device: u32,
     /// Segments whose `device` is this one.

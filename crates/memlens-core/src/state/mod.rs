@@ -66,6 +66,7 @@
 //! as no undo was skipped.
 
 mod build;
+mod columns;
 mod live;
 #[cfg(test)]
 mod tests;
@@ -74,7 +75,7 @@ pub use live::State;
 
 use crate::model::{BlockState, Snapshot, StackId};
 use live::{Blk, RangeFlags, Seg, NO_EVENT};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Which pool a segment's blocks come from (`segment_type`).
@@ -128,7 +129,7 @@ pub struct BlockView {
 }
 
 /// The numbers shown for a state (bytes unless named otherwise).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StateNumbers {
     /// Σ size of `active_allocated` blocks.
     pub allocated_bytes: u64,
@@ -159,7 +160,7 @@ pub struct StateNumbers {
 }
 
 /// An `oom` entry against the state it happened in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OomNumbers {
     /// The `size` of the `oom` entry.
     pub requested_bytes: u64,
