@@ -131,7 +131,7 @@ fn malformed_columns_are_errors() {
     );
 
     let mut s = sample();
-    s.range = vec![0..9];
+    s.range = vec![0..1, 1..9];
     assert!(matches!(round_trip(&s), Err(ColumnError::Invalid(_))));
 
     let mut p = packed(&sample());
