@@ -2,10 +2,12 @@
 //! current view and the stack panel. Side effects live here: the worker bridge, drag-and-drop,
 //! `?src=`, and keeping the URL hash and the state in step.
 
-use crate::bridge::{now_ms, Bridge};
+use crate::bridge::Bridge;
+use crate::clock::now_ms;
 use crate::panels::{EmptyState, LoadProgress, SettingsView, StackPanel, SummaryStrip, Warnings};
 use crate::state::{Action, AppState, FileStatus, HashState, View};
 use crate::timeline::TimelineView;
+use gloo_events::{EventListener, EventListenerOptions};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -57,7 +59,6 @@ pub fn app() -> Html {
     {
         let (state, bridge) = (state.clone(), bridge.clone());
         use_effect_with((), move |_| {
-            let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
             let h = HashState::parse(&location_hash());
             if !h.is_empty() {
                 state.dispatch(Action::ApplyHash(h));
@@ -70,45 +71,38 @@ pub fn app() -> Html {
             if let Some(b) = &bridge {
                 b.open_preloaded();
             }
+            let mut listeners: Vec<EventListener> = Vec::new();
             if let Some(w) = web_sys::window() {
                 let d = state.dispatcher();
-                let onhash = Closure::<dyn FnMut()>::new(move || {
+                listeners.push(EventListener::new(&w, "hashchange", move |_| {
                     d.dispatch(Action::ApplyHash(HashState::parse(&location_hash())))
-                });
-                let _ = w.add_event_listener_with_callback(
-                    "hashchange",
-                    onhash.as_ref().unchecked_ref(),
-                );
-                let ondragover =
-                    Closure::<dyn FnMut(DragEvent)>::new(|e: DragEvent| e.prevent_default());
-                let _ = w.add_event_listener_with_callback(
-                    "dragover",
-                    ondragover.as_ref().unchecked_ref(),
-                );
-                let b = bridge.clone();
-                let ondrop = Closure::<dyn FnMut(DragEvent)>::new(move |e: DragEvent| {
-                    e.prevent_default();
-                    if let Some(b) = &b {
-                        open_files(b, e.data_transfer().and_then(|dt| dt.files()));
-                    }
-                });
-                let _ = w.add_event_listener_with_callback("drop", ondrop.as_ref().unchecked_ref());
-                cleanup.push(Box::new(move || {
-                    let _ = w.remove_event_listener_with_callback(
-                        "hashchange",
-                        onhash.as_ref().unchecked_ref(),
-                    );
-                    let _ = w.remove_event_listener_with_callback(
-                        "dragover",
-                        ondragover.as_ref().unchecked_ref(),
-                    );
-                    let _ = w.remove_event_listener_with_callback(
-                        "drop",
-                        ondrop.as_ref().unchecked_ref(),
-                    );
                 }));
+                // Both call preventDefault, so neither may be passive.
+                let active = EventListenerOptions::enable_prevent_default;
+                listeners.push(EventListener::new_with_options(
+                    &w,
+                    "dragover",
+                    active(),
+                    |e| e.prevent_default(),
+                ));
+                let b = bridge.clone();
+                listeners.push(EventListener::new_with_options(
+                    &w,
+                    "drop",
+                    active(),
+                    move |e| {
+                        e.prevent_default();
+                        let files = e
+                            .dyn_ref::<DragEvent>()
+                            .and_then(|e| e.data_transfer())
+                            .and_then(|dt| dt.files());
+                        if let Some(b) = &b {
+                            open_files(b, files);
+                        }
+                    },
+                ));
             }
-            move || cleanup.into_iter().for_each(|f| f())
+            move || drop(listeners)
         });
     }
     if bridge.is_none() && bridge_error.is_none() {

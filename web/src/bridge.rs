@@ -1,6 +1,8 @@
 //! The page's side of the worker: starts it (from Trunk's loader shim, a relative URL, so the
 //! page works under any path prefix; or from the single-file page's `memlensHost`), queues
-//! messages until the worker's wasm is up, and turns replies into reducer actions.
+//! messages until the worker's wasm is up, keeps track of what was asked (a layout once, the
+//! state history's list once, one state at a time), and dispatches each reply, decoded by
+//! `crate::reply`, as a reducer action.
 //!
 //! Every network read happens here, on the page, where the Content-Security-Policy
 //! (`connect-src 'self'`) governs it: a URL is fetched by the page and handed to the worker as a
@@ -11,9 +13,12 @@
 //! embedded copy of a file (the example) as a `Promise<Blob>`, and `preload()` lists the files
 //! to open at start (`{name, url}` from `memlens serve`, `{name, blob}` in `memlens html` reports).
 
-use crate::protocol::{FromWorker, ToWorker};
+use crate::clock::now_ms;
+use crate::protocol::ToWorker;
+use crate::reply::Reply;
 use crate::state::{Action, AppState, LayoutKey};
 use crate::wire;
+use gloo_events::EventListener;
 use js_sys::{Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -23,6 +28,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, MessageEvent, Response, Worker};
 use yew::UseReducerDispatcher;
+
+/// A state request with no answer after this long is considered lost.
+const STATE_TIMEOUT_MS: f64 = 10_000.0;
 
 /// Trunk writes this next to `index.html` (`data-loader-shim` on the worker link).
 pub const WORKER_URL: &str = "./memlens-worker_loader.js";
@@ -122,17 +130,56 @@ pub struct Bridge {
     port: Rc<Port>,
     next_id: Cell<u32>,
     requested: Rc<RefCell<HashSet<LayoutKey>>>,
+    /// When the state request in flight was sent (one at a time: the latest wanted waits).
+    state_sent_ms: Rc<Cell<Option<f64>>>,
+    /// State history lists asked for, by (file, device).
+    events_asked: RefCell<HashSet<(u32, u32)>>,
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
-    _onmessage: Closure<dyn FnMut(MessageEvent)>,
+    _onmessage: EventListener,
 }
 
-pub fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
-        .unwrap_or(0.0)
+/// What the bridge's message listener acts on.
+struct Replies {
+    port: Rc<Port>,
+    requested: Rc<RefCell<HashSet<LayoutKey>>>,
+    state_sent_ms: Rc<Cell<Option<f64>>>,
+    dispatch: UseReducerDispatcher<AppState>,
+}
+
+impl Replies {
+    fn on_message(&self, data: &JsValue) {
+        let reply = match Reply::decode(data) {
+            Ok(r) => r,
+            Err(e) => {
+                web_sys::console::error_1(&e.into());
+                return;
+            }
+        };
+        match &reply {
+            Reply::Ready => {
+                self.port.ready.set(true);
+                for m in self.port.queue.borrow_mut().drain(..) {
+                    let _ = self.port.worker.post_message(&m);
+                }
+            }
+            Reply::WarmUpLayout(l) => crate::canvas::warm_up(l),
+            Reply::Loaded { id, info } => {
+                // The worker sends the default layout unasked (unless the page opened on the
+                // state view, which asks for it).
+                if let Some(dev) = info.default_device.filter(|_| info.layout_follows) {
+                    let key = (*id, dev, memlens_core::layout::TimelineKind::Active);
+                    self.requested.borrow_mut().insert(key);
+                }
+            }
+            Reply::State(_) => self.state_sent_ms.set(None),
+            _ => {}
+        }
+        if let Some(a) = reply.into_action() {
+            self.dispatch.dispatch(a);
+        }
+    }
 }
 
 /// The single-file page's worker (`memlensHost.makeWorker()`), else Trunk's.
@@ -159,113 +206,24 @@ impl Bridge {
             queue: RefCell::new(Vec::new()),
         });
         let requested: Rc<RefCell<HashSet<LayoutKey>>> = Rc::default();
-        let (p, d, req) = (port.clone(), dispatch.clone(), requested.clone());
-        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            let data = ev.data();
-            let msg: FromWorker = match wire::header(&data) {
-                Ok(m) => m,
-                Err(e) => {
-                    web_sys::console::error_1(&e.into());
-                    return;
-                }
-            };
-            match msg {
-                FromWorker::Ready => {
-                    p.ready.set(true);
-                    for m in p.queue.borrow_mut().drain(..) {
-                        let _ = p.worker.post_message(&m);
-                    }
-                }
-                FromWorker::WarmUpLayout { meta } => {
-                    if let Ok(l) = wire::layout_from_message(&data, meta) {
-                        crate::canvas::warm_up(&l);
-                    }
-                }
-                FromWorker::Progress { id, done, total } => {
-                    d.dispatch(Action::Progress { id, done, total })
-                }
-                FromWorker::Loaded { id, info } => {
-                    // The worker sends the default layout unasked (unless the page opened
-                    // on the state view, which asks for it).
-                    if let Some(dev) = info.default_device.filter(|_| info.layout_follows) {
-                        req.borrow_mut().insert((
-                            id,
-                            dev,
-                            memlens_core::layout::TimelineKind::Active,
-                        ));
-                    }
-                    d.dispatch(Action::Loaded { id, info })
-                }
-                FromWorker::Failed { id, message } => d.dispatch(Action::Failed { id, message }),
-                FromWorker::Layout {
-                    id,
-                    device,
-                    kind,
-                    meta,
-                } => {
-                    let (t0, build_ms) = (now_ms(), meta.build_ms);
-                    match wire::layout_from_message(&data, meta) {
-                        Ok(l) => {
-                            web_sys::console::log_1(
-                                &format!(
-                                    "memlens: layout of device {device} ({kind:?}): {} elements, {} pieces; built in {build_ms:.0} ms (worker), unpacked in {:.0} ms",
-                                    l.len(),
-                                    l.piece_count(),
-                                    now_ms() - t0
-                                )
-                                .into(),
-                            );
-                            d.dispatch(Action::Layout {
-                                key: (id, device, kind),
-                                layout: Rc::new(l),
-                            })
-                        }
-                        Err(e) => d.dispatch(Action::Failed {
-                            id,
-                            message: format!("bad layout from the worker: {e}"),
-                        }),
-                    }
-                }
-                FromWorker::Context {
-                    id,
-                    device,
-                    kind,
-                    elem,
-                    full,
-                    ctx,
-                } => d.dispatch(Action::Context {
-                    key: (id, device, kind),
-                    elem,
-                    full,
-                    ctx,
-                }),
-                FromWorker::StateEvents { id, device, meta } => {
-                    crate::state_view::on_events(&d, &data, id, device, meta)
-                }
-                FromWorker::State {
-                    id,
-                    device,
-                    requested,
-                    meta,
-                } => crate::state_view::on_state(&d, &data, id, device, requested, meta),
-                FromWorker::Search {
-                    id,
-                    device,
-                    kind,
-                    seq,
-                    count,
-                    error,
-                    search_ms,
-                } => crate::search::on_result(
-                    &d, &data, id, device, kind, seq, count, error, search_ms,
-                ),
+        let state_sent_ms: Rc<Cell<Option<f64>>> = Rc::default();
+        let replies = Replies {
+            port: port.clone(),
+            requested: requested.clone(),
+            state_sent_ms: state_sent_ms.clone(),
+            dispatch: dispatch.clone(),
+        };
+        let onmessage = EventListener::new(&worker, "message", move |ev| {
+            if let Some(ev) = ev.dyn_ref::<MessageEvent>() {
+                replies.on_message(&ev.data());
             }
         });
-        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         Ok(Bridge {
             port,
             next_id: Cell::new(1),
             requested,
+            state_sent_ms,
+            events_asked: RefCell::default(),
             cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
@@ -397,9 +355,26 @@ impl Bridge {
         self.send(msg, &[]);
     }
 
-    /// Sends an Allocator State History request (see `crate::state_view`).
-    pub fn send_state_request(&self, msg: &ToWorker) {
-        self.send(msg, &[]);
+    /// Asks for the state after `event` of a device's Allocator State History, unless a state
+    /// request is in flight (the caller asks again once its reply is in; a request unanswered
+    /// for [`STATE_TIMEOUT_MS`] counts as lost).
+    pub fn request_state(&self, id: u32, device: u32, event: Option<u32>) {
+        let now = now_ms();
+        let busy = self
+            .state_sent_ms
+            .get()
+            .is_some_and(|t| now - t < STATE_TIMEOUT_MS);
+        if !busy {
+            self.state_sent_ms.set(Some(now));
+            self.send(&ToWorker::StateAt { id, device, event }, &[]);
+        }
+    }
+
+    /// Asks once for a device's Allocator State History list columns.
+    pub fn request_state_events(&self, id: u32, device: u32) {
+        if self.events_asked.borrow_mut().insert((id, device)) {
+            self.send(&ToWorker::StateEvents { id, device }, &[]);
+        }
     }
 
     pub fn request_context(&self, key: LayoutKey, elem: u32, full: bool) {

@@ -2,6 +2,7 @@
 //! batch), axes with binary-unit ticks and event-index or wall-clock x ticks, region labels,
 //! and the overview strip. Handles `devicePixelRatio` so lines stay sharp.
 
+use crate::clock::now_ms;
 use memlens_core::layout::axis::{bytes_ticks, count_ticks, time_ticks};
 use memlens_core::layout::{
     render_overview, render_timeline, Matches, Painter, RenderOptions, RenderStats, Style, TimeMap,
@@ -36,13 +37,6 @@ struct CanvasPainter<'a> {
     oy: f64,
     /// Milliseconds spent in canvas calls.
     paint_ms: f64,
-}
-
-fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
-        .unwrap_or(0.0)
 }
 
 impl Painter for CanvasPainter<'_> {
@@ -125,18 +119,18 @@ pub(crate) fn listen_wheel_and_resize(
 ) -> Vec<Box<dyn FnOnce()>> {
     use wasm_bindgen::closure::Closure;
     let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
-    let wheel = Closure::<dyn FnMut(web_sys::WheelEvent)>::new(on_wheel);
-    let opts = web_sys::AddEventListenerOptions::new();
-    opts.set_passive(false);
-    let _ = c.add_event_listener_with_callback_and_add_event_listener_options(
+    let mut on_wheel = on_wheel;
+    let wheel = gloo_events::EventListener::new_with_options(
+        c,
         "wheel",
-        wheel.as_ref().unchecked_ref(),
-        &opts,
+        gloo_events::EventListenerOptions::enable_prevent_default(),
+        move |e| {
+            if let Some(e) = e.dyn_ref::<web_sys::WheelEvent>() {
+                on_wheel(e.clone());
+            }
+        },
     );
-    let c2 = c.clone();
-    cleanup.push(Box::new(move || {
-        let _ = c2.remove_event_listener_with_callback("wheel", wheel.as_ref().unchecked_ref());
-    }));
+    cleanup.push(Box::new(move || drop(wheel)));
     let mut n = 0u32;
     let onresize = Closure::<dyn FnMut()>::new(move || {
         n += 1;

@@ -1,13 +1,16 @@
 //! memlens-web: the viewer. Two wasm entry points share this crate: `memlens-app` (the Yew page,
 //! main thread) and `memlens-worker` (decoding and layout, in a Web Worker). Components only see
-//! the protocol's summaries and `memlens_core::layout` geometry, never pickle or raw values.
+//! core's result types as the worker ships them (stats, layouts, states), never pickle or raw
+//! values.
 
 pub mod app;
 pub mod bridge;
 pub mod canvas;
+pub mod clock;
 pub mod event_list;
 pub mod panels;
 pub mod protocol;
+pub mod reply;
 pub mod search;
 pub mod search_worker;
 pub mod state;

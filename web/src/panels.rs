@@ -1,28 +1,60 @@
 //! Small presentational pieces: the summary strip, the stack panel, the allocator settings,
 //! load progress and the empty state. They format what they are given and nothing else.
 
-use crate::protocol::{FileInfo, Summary};
+use crate::protocol::FileInfo;
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::context::{ElementContext, NO_FRAMES_REASON};
+use memlens_core::DeviceStats;
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct SummaryProps {
-    pub summary: Summary,
+    pub summary: DeviceStats,
 }
 
-fn human(key: &str) -> &'static str {
-    match key {
-        "reserved_bytes" => "Reserved",
-        "allocated_bytes" => "Allocated",
-        "active_bytes" => "Active",
-        "inactive_split_bytes" => "Inactive split",
-        "largest_free_block_bytes" => "Largest free block",
-        "timeline_peak_bytes" => "Timeline peak",
-        "peak_reserved_bytes" => "Peak reserved",
-        "trace_entries" => "Trace entries",
-        _ => "",
-    }
+/// `(key, name, value, is_bytes)` in display order; keys are the page contract's
+/// `data-metric`s (the field names of `memlens stats --json`).
+fn metrics(s: &DeviceStats) -> [(&'static str, &'static str, i128, bool); 8] {
+    [
+        ("reserved_bytes", "Reserved", s.reserved_bytes.into(), true),
+        (
+            "allocated_bytes",
+            "Allocated",
+            s.allocated_bytes.into(),
+            true,
+        ),
+        ("active_bytes", "Active", s.active_bytes.into(), true),
+        (
+            "inactive_split_bytes",
+            "Inactive split",
+            s.inactive_split_bytes.into(),
+            true,
+        ),
+        (
+            "largest_free_block_bytes",
+            "Largest free block",
+            s.largest_free_block_bytes.into(),
+            true,
+        ),
+        (
+            "timeline_peak_bytes",
+            "Timeline peak",
+            s.timeline_peak_bytes.into(),
+            true,
+        ),
+        (
+            "peak_reserved_bytes",
+            "Peak reserved",
+            s.peak_reserved_bytes.into(),
+            true,
+        ),
+        (
+            "trace_entries",
+            "Trace entries",
+            s.trace_entries.into(),
+            false,
+        ),
+    ]
 }
 
 #[function_component(SummaryStrip)]
@@ -30,11 +62,11 @@ pub fn summary_strip(p: &SummaryProps) -> Html {
     let s = &p.summary;
     html! {
         <div class="summary" data-testid="summary" data-device={s.device.to_string()}>
-            { for s.metrics().into_iter().map(|(key, v, bytes)| {
+            { for metrics(s).into_iter().map(|(key, name, v, bytes)| {
                 let text = if bytes { format_bytes(v as f64) } else { v.to_string() };
                 html! {
                     <div class="metric" data-metric={key} data-value={v.to_string()} title={format!("{v}")}>
-                        <span class="metric-name">{ human(key) }</span>
+                        <span class="metric-name">{ name }</span>
                         <span class="metric-value">{ text }</span>
                     </div>
                 }

@@ -1,9 +1,11 @@
 //! Messages between the page and the decoding worker. Headers travel as one JSON string
-//! (`msg`); bulk data (the layout columns) as typed arrays whose buffers are transferred, not
-//! copied; a file to open travels as the `File` itself.
+//! (`msg`); bulk data as core's own result types, packed through
+//! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
+//! copied (`crate::wire`); a file to open travels as the `File` itself.
 
 use memlens_core::layout::context::ElementContext;
-use memlens_core::layout::{Marker, Region, TimelineKind};
+use memlens_core::layout::TimelineKind;
+use memlens_core::DeviceStats;
 use serde::{Deserialize, Serialize};
 
 /// Page → worker.
@@ -37,7 +39,7 @@ pub enum ToWorker {
         elem: u32,
         full: bool,
     },
-    /// Allocator State History: the device's trace as list columns (see [`STATE_EVENT_ARRAYS`]).
+    /// Allocator State History: the device's trace as list columns (`crate::state_data::EventColumns`).
     StateEvents {
         id: u32,
         device: u32,
@@ -60,58 +62,13 @@ pub enum ToWorker {
     },
 }
 
-/// The numbers of the summary strip (from `memlens_core::device_stats`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub device: u32,
-    pub reserved_bytes: u64,
-    pub allocated_bytes: u64,
-    pub active_bytes: u64,
-    pub inactive_split_bytes: u64,
-    pub largest_free_block_bytes: u64,
-    pub timeline_peak_bytes: i64,
-    pub peak_reserved_bytes: i64,
-    pub trace_entries: u64,
-}
-
-impl Summary {
-    /// `(key, value, is_bytes)` in display order; keys are the page contract's `data-metric`s.
-    pub fn metrics(&self) -> [(&'static str, i128, bool); 8] {
-        [
-            ("reserved_bytes", self.reserved_bytes as i128, true),
-            ("allocated_bytes", self.allocated_bytes as i128, true),
-            ("active_bytes", self.active_bytes as i128, true),
-            (
-                "inactive_split_bytes",
-                self.inactive_split_bytes as i128,
-                true,
-            ),
-            (
-                "largest_free_block_bytes",
-                self.largest_free_block_bytes as i128,
-                true,
-            ),
-            (
-                "timeline_peak_bytes",
-                self.timeline_peak_bytes as i128,
-                true,
-            ),
-            (
-                "peak_reserved_bytes",
-                self.peak_reserved_bytes as i128,
-                true,
-            ),
-            ("trace_entries", self.trace_entries as i128, false),
-        ]
-    }
-}
-
 /// What the page learns about a decoded file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileInfo {
     pub encoding: String,
     pub bytes: u64,
-    pub devices: Vec<Summary>,
+    /// Per-device stats (the summary strip shows them as they are).
+    pub devices: Vec<DeviceStats>,
     /// The device with the longest trace (upstream's default).
     pub default_device: Option<u32>,
     pub warnings: Vec<String>,
@@ -133,36 +90,16 @@ pub struct FileInfo {
     pub layout_follows: bool,
 }
 
-/// Small facts about a layout; the columns travel as typed arrays.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LayoutMeta {
-    pub n_events: u32,
-    pub markers: Vec<Marker>,
-    pub regions: Vec<Region>,
-    pub warnings: Vec<String>,
-    pub build_ms: f64,
-    /// `segment_pool_id`s the `pool` column refers to.
-    #[serde(default)]
-    pub pools: Vec<(i64, i64)>,
-    /// Every band only moves down (`TimelineLayout::is_monotone`; false is always safe).
-    #[serde(default)]
-    pub monotone: bool,
-    /// A first, sampled layout (`TimelineLayout::build_preview`); the exact one follows.
-    #[serde(default)]
-    pub preview: bool,
-}
-
-/// Worker → page.
+/// Worker → page: the small facts of a reply, as JSON under `msg`. A reply's bulk data is its
+/// payload, a [`memlens_core::columns::Columns`] type packed beside the header (`crate::wire`); each variant names it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum FromWorker {
     Ready,
-    /// The worker's warm-up layout (web/src/worker.rs `warm_up`), columns as in `Layout`: the
-    /// page unpacks and draws it once off screen, so that its own code is compiled and
+    /// The worker's warm-up layout (web/src/worker.rs `warm_up`), payload a `TimelineLayout`:
+    /// the page unpacks and draws it once off screen, so that its own code is compiled and
     /// optimized before the user's first file.
-    WarmUpLayout {
-        meta: LayoutMeta,
-    },
+    WarmUpLayout,
     Progress {
         id: u32,
         done: f64,
@@ -176,11 +113,13 @@ pub enum FromWorker {
         id: u32,
         message: String,
     },
+    /// Payload: the `TimelineLayout`.
     Layout {
         id: u32,
         device: u32,
         kind: TimelineKind,
-        meta: LayoutMeta,
+        /// Worker time to build it.
+        build_ms: f64,
     },
     Context {
         id: u32,
@@ -190,23 +129,21 @@ pub enum FromWorker {
         full: bool,
         ctx: Option<ElementContext>,
     },
-    /// Reply to [`ToWorker::StateEvents`]; the columns travel as typed arrays.
+    /// Reply to [`ToWorker::StateEvents`]; payload: the `EventColumns`.
     StateEvents {
         id: u32,
         device: u32,
-        meta: StateEventsMeta,
     },
-    /// Reply to [`ToWorker::StateAt`] (always sent, `meta.numbers` is `None` when the file is
-    /// gone); segments and blocks travel as typed arrays ([`STATE_ARRAYS`]).
+    /// Reply to [`ToWorker::StateAt`] (always sent); payload: the `StateFrame` (without numbers
+    /// when the file is gone).
     State {
         id: u32,
         device: u32,
-        /// The `event` of the request (the state itself is after `meta.event`).
+        /// The `event` of the request (the state itself is after the frame's `event`).
         requested: Option<u32>,
-        meta: StateMeta,
     },
-    /// Reply to [`ToWorker::Search`]: the matches travel as a `BigUint64Array` bitset `bits`
-    /// over the layout's elements (absent when `error` says why the query could not run).
+    /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the
+    /// query could not run).
     Search {
         id: u32,
         device: u32,
@@ -218,25 +155,18 @@ pub enum FromWorker {
     },
 }
 
-/// Names of the typed arrays in a `Layout` message, in a fixed order.
-pub const LAYOUT_ARRAYS: [&str; 16] = [
-    "size_bytes",
-    "addr",
-    "version",
-    "start_x",
-    "end_x",
-    "alloc_row",
-    "free_row",
-    "stream",
-    "origin",
-    "stack",
-    "pool",
-    "piece_start",
-    "piece_t0",
-    "piece_y0",
-    "total_bytes",
-    "time_us",
-];
+/// The elements a search matched: a bitset over the layout's elements (bit `e % 64` of word
+/// `e / 64`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchHits {
+    pub bits: Vec<u64>,
+}
+
+memlens_core::impl_columns! {
+    SearchHits {
+        columns [bits];
+    }
+}
 
 /// An `oom` entry of a device's trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,7 +177,7 @@ pub struct OomEvent {
 }
 
 /// Small facts about a device's trace for the Allocator State History's event list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StateEventsMeta {
     pub n_events: u32,
     /// `timeline_peak_event` of `device_stats`, if the peak is after an entry.
@@ -260,68 +190,3 @@ pub struct StateEventsMeta {
     /// Time the worker spent building the history (0 when it was built before).
     pub build_ms: f64,
 }
-
-/// The per-state numbers (`memlens_core::state::StateNumbers`), bytes unless named otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StateNumbersMsg {
-    pub allocated_bytes: u64,
-    pub requested_bytes: u64,
-    pub active_bytes: u64,
-    pub pending_free_bytes: u64,
-    pub reserved_bytes: u64,
-    pub inactive_bytes: u64,
-    pub inactive_split_bytes: u64,
-    pub largest_free_block_bytes: u64,
-    pub fragmentation_pct: f64,
-    pub rounding_waste_bytes: u64,
-    pub segments: u64,
-    pub blocks: u64,
-    pub unplaced_allocations: u64,
-    pub unplaced_requested_bytes: u64,
-    /// At an `oom` entry: the request, what the device said was free, and the state's
-    /// largest free block and total free bytes.
-    pub oom: Option<(u64, Option<u64>, u64, u64)>,
-}
-
-/// Small facts about one state; segments and blocks travel as typed arrays.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StateMeta {
-    /// The entry the state follows (the request clamped to the trace; `None`: before the first).
-    pub event: Option<u32>,
-    pub numbers: Option<StateNumbersMsg>,
-    /// `segment_pool_id` per segment (`None`: not known).
-    pub segment_pool: Vec<Option<(i64, i64)>>,
-    /// Worker time to reach the state and pack it.
-    pub seek_ms: f64,
-    /// Worker time to build the history first (0 when it was built before).
-    pub build_ms: f64,
-    /// The state was read straight from the file's segments (the last one, shown while the
-    /// history is not built yet), not replayed by the history.
-    #[serde(default)]
-    pub from_file: bool,
-}
-
-/// Names of the typed arrays in a `StateEvents` message.
-pub const STATE_EVENT_ARRAYS: [&str; 6] = [
-    "ev_action",
-    "ev_addr",
-    "ev_size",
-    "ev_version",
-    "ev_stream",
-    "ev_time",
-];
-
-/// Names of the typed arrays in a `State` message.
-pub const STATE_ARRAYS: [&str; 11] = [
-    "seg_addr",
-    "seg_size",
-    "seg_stream",
-    "seg_flags",
-    "seg_first_block",
-    "blk_addr",
-    "blk_size",
-    "blk_requested",
-    "blk_state",
-    "blk_alloc_event",
-    "blk_stack",
-];

@@ -1,40 +1,17 @@
 //! The timeline's controls above the plot: search by address (hex) and by stack-frame text,
 //! with the number of matches, and the x axis (event index or wall-clock time). Queries go to
-//! the worker (which holds the frames) on every keystroke; the reply is a bitset over the
-//! layout's elements, turned here into [`memlens_core::layout::Matches`] for the renderer.
+//! the worker (which holds the frames) on every keystroke; the reply, a bitset over the
+//! layout's elements, becomes [`memlens_core::layout::Matches`] for the renderer in the
+//! reducer (`crate::state::SearchOutcome`).
 
 use crate::bridge::Bridge;
 use crate::protocol::ToWorker;
-use crate::state::{Action, AppState, LayoutKey};
-use crate::wire;
-use memlens_core::layout::{Matches, TimelineKind};
+use crate::state::{Action, AppState};
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::JsValue;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
-
-/// Search matches shared with the canvas; compared by identity.
-#[derive(Debug, Clone)]
-pub struct SharedMatches(pub Rc<Matches>);
-
-impl PartialEq for SharedMatches {
-    fn eq(&self, other: &Self) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-/// The answer to the latest query for a layout.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchOutcome {
-    pub key: LayoutKey,
-    pub seq: u32,
-    pub count: u32,
-    pub error: Option<String>,
-    /// `None` with an error (or before the layout arrived).
-    pub matches: Option<SharedMatches>,
-    pub search_ms: f64,
-}
 
 /// Sends the current query for the current layout whenever either changes.
 #[hook]
@@ -56,34 +33,6 @@ pub fn use_search_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc
                 });
             }
         }
-    });
-}
-
-/// A `Search` reply from the worker (called by the bridge).
-#[allow(clippy::too_many_arguments)]
-pub fn on_result(
-    d: &UseReducerDispatcher<AppState>,
-    data: &JsValue,
-    id: u32,
-    device: u32,
-    kind: TimelineKind,
-    seq: u32,
-    count: u32,
-    error: Option<String>,
-    search_ms: f64,
-) {
-    let bits = if error.is_none() {
-        wire::get_u64s(data, "bits").ok()
-    } else {
-        None
-    };
-    d.dispatch(Action::SearchResult {
-        key: (id, device, kind),
-        seq,
-        count,
-        error,
-        bits,
-        search_ms,
     });
 }
 

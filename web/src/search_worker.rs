@@ -2,28 +2,18 @@
 //! columns), so a query is answered here and the page gets a bitset over the layout's elements.
 //! The frame index (per file) and the address labels (per layout) are built on first use.
 
-use crate::protocol::FromWorker;
+use crate::clock::now_ms;
+use crate::protocol::{FromWorker, SearchHits};
 use crate::wire;
-use js_sys::Array;
 use memlens_core::layout::{AddressLabels, SearchIndex, SearchQuery, TimelineKind, TimelineLayout};
 use memlens_core::Snapshot;
 use std::collections::HashMap;
-use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{DedicatedWorkerGlobalScope, WorkerGlobalScope};
 
 /// What searching a file needs, kept with the file in the worker.
 #[derive(Default)]
 pub struct SearchCache {
     index: Option<SearchIndex>,
     labels: HashMap<(u32, TimelineKind), AddressLabels>,
-}
-
-fn now_ms() -> f64 {
-    js_sys::global()
-        .unchecked_into::<WorkerGlobalScope>()
-        .performance()
-        .map(|p| p.now())
-        .unwrap_or(0.0)
 }
 
 /// Answers a `Search` request (`file`: the snapshot, the layout searched, the cache; `None`
@@ -39,12 +29,12 @@ pub fn send_result(
     frame: &str,
 ) {
     let t0 = now_ms();
-    let mut extra: Vec<(&str, JsValue)> = Vec::new();
-    let transfer = Array::new();
-    let (count, error) = match (file, SearchQuery::new(address, frame)) {
-        (_, Err(e)) => (0, Some(e.to_string())),
-        (_, Ok(None)) => (0, None),
-        (None, _) | (Some((_, None, _)), _) => (0, Some("this file is no longer open".into())),
+    let (hits, count, error) = match (file, SearchQuery::new(address, frame)) {
+        (_, Err(e)) => (None, 0, Some(e.to_string())),
+        (_, Ok(None)) => (None, 0, None),
+        (None, _) | (Some((_, None, _)), _) => {
+            (None, 0, Some("this file is no longer open".into()))
+        }
         (Some((snap, Some(layout), cache)), Ok(Some(q))) => {
             let index = cache.index.get_or_insert_with(|| SearchIndex::new(snap));
             let labels = cache
@@ -53,12 +43,7 @@ pub fn send_result(
                 .or_insert_with(|| AddressLabels::new(&layout.elements));
             let bits = index.search(snap, &layout.elements, labels, &q);
             let count: u32 = bits.iter().map(|w| w.count_ones()).sum();
-            let arr = wire::u64s(&bits);
-            if let Some(b) = wire::buffer_of(&arr) {
-                transfer.push(&b);
-            }
-            extra.push(("bits", arr));
-            (count, None)
+            (Some(SearchHits { bits }), count, None)
         }
     };
     let msg = FromWorker::Search {
@@ -70,9 +55,9 @@ pub fn send_result(
         error,
         search_ms: now_ms() - t0,
     };
-    let m = wire::message(&msg, &extra);
-    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    if let Err(e) = scope.post_message_with_transfer(&m, &transfer) {
-        web_sys::console::error_2(&"memlens worker: postMessage failed".into(), &e);
+    match hits {
+        Some(h) => wire::reply_with(&msg, &h),
+        None => wire::reply(&msg),
     }
+    .post();
 }

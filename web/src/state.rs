@@ -7,7 +7,7 @@ use crate::protocol::FileInfo;
 use crate::state_data::{element_of_event, EventColumns, Shared, StateFrame};
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::timeline::NO_ROW;
-use memlens_core::layout::{TimelineKind, TimelineLayout};
+use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
 use std::collections::HashMap;
 use std::rc::Rc;
 use yew::Reducible;
@@ -177,6 +177,28 @@ impl PartialEq for SharedLayout {
     }
 }
 
+/// Search matches shared with the canvas; compared by identity.
+#[derive(Debug, Clone)]
+pub struct SharedMatches(pub Rc<Matches>);
+
+impl PartialEq for SharedMatches {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The answer to the latest query for a layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    pub key: LayoutKey,
+    pub seq: u32,
+    pub count: u32,
+    pub error: Option<String>,
+    /// `None` with an error (or before the layout arrived).
+    pub matches: Option<SharedMatches>,
+    pub search_ms: f64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AppState {
     pub files: Vec<FileEntry>,
@@ -202,7 +224,7 @@ pub struct AppState {
     pub search_text: (String, String),
     pub search_seq: u32,
     /// The answer to the latest query (`crate::search`).
-    pub search: Option<crate::search::SearchOutcome>,
+    pub search: Option<SearchOutcome>,
     /// Timelines: x axis in wall-clock time.
     pub time_axis: bool,
 }
@@ -617,7 +639,7 @@ impl Reducible for AppState {
                     .state_frame
                     .as_ref()
                     .filter(|f| Some((f.file, f.device)) == s.element_key().map(|k| (k.0, k.1)))
-                    .map(|f| f.meta.event);
+                    .map(|f| f.event);
                 let el = match (layout, at) {
                     (Some(l), Some(at)) => crate::state_data::element_at(&l.0, addr, at, false),
                     _ => None,
@@ -649,12 +671,10 @@ impl Reducible for AppState {
                     return self;
                 }
                 let matches = match (bits, s.layouts.get(&key)) {
-                    (Some(b), Some(l)) => Some(crate::search::SharedMatches(Rc::new(
-                        memlens_core::layout::Matches::new(&l.0, b),
-                    ))),
+                    (Some(b), Some(l)) => Some(SharedMatches(Rc::new(Matches::new(&l.0, b)))),
                     _ => None,
                 };
-                s.search = Some(crate::search::SearchOutcome {
+                s.search = Some(SearchOutcome {
                     key,
                     seq,
                     count,

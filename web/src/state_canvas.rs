@@ -9,7 +9,7 @@
 //! colour per allocation, pending-free blocks red, the rounding waste at the end of each block
 //! light red, free blocks (holes) white.
 
-use crate::state_data::{StateFrame, SEG_EXPANDABLE};
+use crate::state_data::StateFrame;
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::model::BlockState;
 use web_sys::HtmlCanvasElement;
@@ -75,21 +75,21 @@ type GroupKey = (u8, (i64, i64), u64);
 fn segment_order(f: &StateFrame) -> Vec<(usize, GroupKey)> {
     let mut order: Vec<(usize, GroupKey)> = (0..f.segments())
         .map(|k| {
-            let pool = f.meta.segment_pool.get(k).copied().flatten();
+            let pool = f.columns.segment_pool_id.get(k).copied().flatten();
             let rank = match pool {
                 Some((0, 0)) => 0u8,
                 Some(_) => 1,
                 None => 2,
             };
-            let stream = f.seg_stream.get(k).copied().unwrap_or(0);
+            let stream = f.columns.segment_stream.get(k).copied().unwrap_or(0);
             (k, (rank, pool.unwrap_or((0, 0)), stream))
         })
         .collect();
     order.sort_by(|(a, ga), (b, gb)| {
         ga.cmp(gb)
             .then_with(|| {
-                let sa = f.seg_size.get(*a).copied().unwrap_or(0);
-                let sb = f.seg_size.get(*b).copied().unwrap_or(0);
+                let sa = f.columns.segment_size_bytes.get(*a).copied().unwrap_or(0);
+                let sb = f.columns.segment_size_bytes.get(*b).copied().unwrap_or(0);
                 sb.cmp(&sa)
             })
             .then_with(|| a.cmp(b))
@@ -118,13 +118,13 @@ pub fn place(f: &StateFrame, bytes_per_row: u64, width_px: f64) -> MapGeometry {
         i += members.len();
         let reserved: u64 = members
             .iter()
-            .map(|&k| f.seg_size.get(k).copied().unwrap_or(0))
+            .map(|&k| f.columns.segment_size_bytes.get(k).copied().unwrap_or(0))
             .sum();
         let free: u64 = members
             .iter()
             .flat_map(|&k| f.blocks_of(k))
             .filter(|&b| f.block_state(b) == BlockState::Inactive)
-            .map(|b| f.blk_size.get(b).copied().unwrap_or(0))
+            .map(|b| f.columns.block_size_bytes.get(b).copied().unwrap_or(0))
             .sum();
         let pool = (g.0 != 2).then_some(g.1);
         groups.push(Group {
@@ -143,7 +143,7 @@ pub fn place(f: &StateFrame, bytes_per_row: u64, width_px: f64) -> MapGeometry {
         let (mut row, mut off) = (0u64, 0u64);
         let mut rows_used = 0u64;
         for &k in &members {
-            let size = f.seg_size.get(k).copied().unwrap_or(0);
+            let size = f.columns.segment_size_bytes.get(k).copied().unwrap_or(0);
             if off > 0 && (off + size > bpr) {
                 row += 1;
                 off = 0;
@@ -193,7 +193,7 @@ pub fn place(f: &StateFrame, bytes_per_row: u64, width_px: f64) -> MapGeometry {
 pub fn fit(f: &StateFrame, peak_reserved: u64, width_px: f64, height_px: f64) -> MapGeometry {
     let usable = (height_px - 2.0 * PAD).max(ROW_H);
     let rows = ((usable / (ROW_H + ROW_GAP)).floor() as u64).max(1);
-    let reserved: u64 = f.seg_size.iter().sum();
+    let reserved: u64 = f.columns.segment_size_bytes.iter().sum();
     let need = peak_reserved.max(reserved).max(1);
     let mut bpr = (need / rows).max(1 << 20).next_power_of_two();
     let mut g = place(f, bpr, width_px);
@@ -268,7 +268,7 @@ impl MapGeometry {
         let w = (p.x1 - p.x0).max(1e-9);
         let frac = ((mx - p.x0) / w).clamp(0.0, 1.0);
         let off = p.byte0 + ((p.bytes as f64 * frac) as u64).min(p.bytes.saturating_sub(1));
-        let addr = f.seg_addr.get(seg)?.saturating_add(off);
+        let addr = f.columns.segment_address.get(seg)?.saturating_add(off);
         let block = f.block_at(addr).filter(|b| f.blocks_of(seg).contains(b));
         Some(Hit { seg, block, addr })
     }
@@ -331,9 +331,10 @@ pub fn draw(
         let (pw, ph) = (((p.x1 - p.x0) * t.k).max(1.0), ROW_H);
         ctx.fill_rect(x, y, pw, ph);
         let expandable = f
-            .seg_flags
+            .columns
+            .segment_is_expandable
             .get(p.seg as usize)
-            .is_some_and(|&fl| fl & SEG_EXPANDABLE != 0);
+            .is_some_and(|&x| x);
         if expandable {
             let _ = ctx.set_line_dash(&js_sys::Array::of2(&4.into(), &2.into()));
         }
@@ -358,7 +359,7 @@ pub fn draw(
     let mut slices = 0usize;
     for p in g.pieces.iter().filter(|p| visible(p)) {
         let seg = p.seg as usize;
-        let Some(&seg_addr) = f.seg_addr.get(seg) else {
+        let Some(&seg_addr) = f.columns.segment_address.get(seg) else {
             continue;
         };
         let (a0, a1) = (
@@ -370,13 +371,17 @@ pub fn draw(
         let (y, ph) = (sy(p.y), ROW_H);
         let range = f.blocks_of(seg);
         let start = range.start
-            + f.blk_addr
+            + f.columns
+                .block_address
                 .get(range.clone())
                 .unwrap_or(&[])
                 .partition_point(|&a| a < a0)
                 .saturating_sub(1);
         for b in start..range.end {
-            let (Some(&ba), Some(&bs)) = (f.blk_addr.get(b), f.blk_size.get(b)) else {
+            let (Some(&ba), Some(&bs)) = (
+                f.columns.block_address.get(b),
+                f.columns.block_size_bytes.get(b),
+            ) else {
                 break;
             };
             if ba >= a1 {
@@ -400,11 +405,24 @@ pub fn draw(
                 let colour = if state == BlockState::ActivePendingFree {
                     PENDING_COLOUR
                 } else {
-                    block_colour(ba, f.blk_alloc_event.get(b).copied().unwrap_or(u32::MAX))
+                    block_colour(
+                        ba,
+                        f.columns
+                            .block_alloc_event
+                            .get(b)
+                            .copied()
+                            .unwrap_or(u32::MAX),
+                    )
                 };
                 push(colour, [x0, y, bw, ph]);
                 // Rounding waste: the bytes past the request, at the block's end.
-                let req = f.blk_requested.get(b).copied().unwrap_or(bs).min(bs);
+                let req = f
+                    .columns
+                    .block_requested_size_bytes
+                    .get(b)
+                    .copied()
+                    .unwrap_or(bs)
+                    .min(bs);
                 let ws = ba.saturating_add(req).max(a0);
                 if req < bs && ws < c1 {
                     let wx = x_of(ws);

@@ -1,43 +1,22 @@
 //! Allocator State History data: the device's trace as list columns (for the event list) and
-//! one state as segment/block columns (for the canvas), built from the model in the worker and
-//! unpacked on the page from the worker's transferred typed arrays. Also the lookups that link the view with the timeline: which
-//! timeline element (band) a block or an event belongs to.
+//! one state as core's segment/block columns (for the canvas), built from the model in the
+//! worker and shipped through `memlens_core::columns` (`crate::wire`). Also the lookups that
+//! link the view with the timeline: which timeline element (band) a block or an event belongs
+//! to.
 
-use crate::protocol::{
-    OomEvent, StateEventsMeta, StateMeta, StateNumbersMsg, STATE_ARRAYS, STATE_EVENT_ARRAYS,
-};
-use crate::wire::field;
-use js_sys::{BigInt64Array, BigUint64Array, Uint32Array, Uint8Array};
+use crate::protocol::{OomEvent, StateEventsMeta};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::layout::TimelineLayout;
 use memlens_core::model::{Action, BlockState, TIME_NONE};
-use memlens_core::state::{SegmentKind, State, StateNumbers};
+use memlens_core::state::{State, StateColumns, StateNumbers};
 use memlens_core::Snapshot;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
-use wasm_bindgen::{JsCast, JsValue};
 
 /// Trace actions by the code the `ev_action` column holds (`Action as u8`).
 pub const ACTIONS: [Action; 11] = Action::ALL;
-
-/// Block states by the code the `blk_state` column holds.
-pub const BLOCK_STATES: [BlockState; 4] = [
-    BlockState::ActiveAllocated,
-    BlockState::ActivePendingFree,
-    BlockState::Inactive,
-    BlockState::Unknown,
-];
-
-pub fn block_state_code(s: BlockState) -> u8 {
-    BLOCK_STATES.iter().position(|x| *x == s).unwrap_or(3) as u8
-}
-
-/// `seg_flags` bits.
-pub const SEG_EXPANDABLE: u8 = 1;
-pub const SEG_SMALL: u8 = 2;
-pub const SEG_LARGE: u8 = 4;
 
 /// A value shared with components, compared by identity (the columns are large).
 #[derive(Debug)]
@@ -63,7 +42,7 @@ impl<T> std::ops::Deref for Shared<T> {
 }
 
 /// A device's trace entries as columns (index = device-local entry index).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct EventColumns {
     pub file: u32,
     pub device: u32,
@@ -79,45 +58,13 @@ pub struct EventColumns {
     pub meta: StateEventsMeta,
 }
 
-impl Default for StateEventsMeta {
-    fn default() -> Self {
-        StateEventsMeta {
-            n_events: 0,
-            peak_event: None,
-            ooms: Vec::new(),
-            streams: Vec::new(),
-            warnings: Vec::new(),
-            build_ms: 0.0,
-        }
+memlens_core::impl_columns! {
+    EventColumns {
+        columns [action, addr, size_bytes, version, stream, time_us];
+        header [meta];
+        // The page knows which file and device it asked for.
+        skip [file, device];
     }
-}
-
-fn u8s(data: &JsValue, name: &str) -> Result<Vec<u8>, String> {
-    field(data, name)
-        .dyn_into::<Uint8Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| format!("state column {name} missing"))
-}
-
-fn u32s(data: &JsValue, name: &str) -> Result<Vec<u32>, String> {
-    field(data, name)
-        .dyn_into::<Uint32Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| format!("state column {name} missing"))
-}
-
-fn u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
-    field(data, name)
-        .dyn_into::<BigUint64Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| format!("state column {name} missing"))
-}
-
-fn i64s(data: &JsValue, name: &str) -> Result<Vec<i64>, String> {
-    field(data, name)
-        .dyn_into::<BigInt64Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| format!("state column {name} missing"))
 }
 
 /// The action name as upstream's list writes it.
@@ -223,40 +170,6 @@ impl EventColumns {
         c
     }
 
-    pub fn from_message(
-        data: &JsValue,
-        file: u32,
-        device: u32,
-        meta: StateEventsMeta,
-    ) -> Result<EventColumns, String> {
-        let [a, b, c, d, e, f] = STATE_EVENT_ARRAYS;
-        let ev = EventColumns {
-            file,
-            device,
-            action: u8s(data, a)?,
-            addr: u64s(data, b)?,
-            size_bytes: u64s(data, c)?,
-            version: u32s(data, d)?,
-            stream: u32s(data, e)?,
-            time_us: i64s(data, f)?,
-            meta,
-        };
-        let n = ev.action.len();
-        if [
-            ev.addr.len(),
-            ev.size_bytes.len(),
-            ev.version.len(),
-            ev.stream.len(),
-            ev.time_us.len(),
-        ]
-        .iter()
-        .any(|&l| l != n)
-        {
-            return Err("state event columns of different lengths".into());
-        }
-        Ok(ev)
-    }
-
     pub fn len(&self) -> usize {
         self.action.len()
     }
@@ -344,197 +257,78 @@ impl EventColumns {
     }
 }
 
-/// One state as columns; segment `k`'s blocks are `seg_first_block[k]..seg_first_block[k+1]`.
-#[derive(Debug, Default)]
+/// One state on the page: core's [`StateColumns`] as they are, with what the reply says about
+/// them. Segment `k`'s blocks are `columns.segment_blocks[k]`.
+#[derive(Debug, Default, PartialEq)]
 pub struct StateFrame {
     pub file: u32,
     pub device: u32,
     /// The `event` of the request this answers.
     pub requested: Option<u32>,
-    pub meta: StateMeta,
-    pub seg_addr: Vec<u64>,
-    pub seg_size: Vec<u64>,
-    pub seg_stream: Vec<u64>,
-    pub seg_flags: Vec<u8>,
-    pub seg_first_block: Vec<u32>,
-    pub blk_addr: Vec<u64>,
-    pub blk_size: Vec<u64>,
-    pub blk_requested: Vec<u64>,
-    pub blk_state: Vec<u8>,
-    /// Device-local index of the `alloc` that made the block ([`NO_ROW`] if none recorded).
-    pub blk_alloc_event: Vec<u32>,
-    pub blk_stack: Vec<u32>,
+    /// The entry the state follows (the request clamped to the trace; `None`: before the first).
+    pub event: Option<u32>,
+    /// `None` when the file was gone.
+    pub numbers: Option<StateNumbers>,
+    pub columns: StateColumns,
+    /// Worker time to reach the state.
+    pub seek_ms: f64,
+    /// Worker time to build the history first (0 when it was built before).
+    pub build_ms: f64,
+    /// The state was read straight from the file's segments (the last one, shown while the
+    /// history is not built yet), not replayed by the history.
+    pub from_file: bool,
     /// `performance.now()` when the page received it.
     pub received_ms: f64,
 }
 
-impl Default for StateMeta {
-    fn default() -> Self {
-        StateMeta {
-            event: None,
-            numbers: None,
-            segment_pool: Vec::new(),
-            seek_ms: 0.0,
-            build_ms: 0.0,
-            from_file: false,
-        }
-    }
-}
-
-/// The per-state numbers as the protocol carries them.
-pub fn numbers_msg(n: &StateNumbers) -> StateNumbersMsg {
-    StateNumbersMsg {
-        allocated_bytes: n.allocated_bytes,
-        requested_bytes: n.requested_bytes,
-        active_bytes: n.active_bytes,
-        pending_free_bytes: n.pending_free_bytes,
-        reserved_bytes: n.reserved_bytes,
-        inactive_bytes: n.inactive_bytes,
-        inactive_split_bytes: n.inactive_split_bytes,
-        largest_free_block_bytes: n.largest_free_block_bytes,
-        fragmentation_pct: n.fragmentation_pct,
-        rounding_waste_bytes: n.rounding_waste_bytes,
-        segments: n.segments,
-        blocks: n.blocks,
-        unplaced_allocations: n.unplaced_allocations,
-        unplaced_requested_bytes: n.unplaced_requested_bytes,
-        oom: n.oom.map(|o| {
-            (
-                o.requested_bytes,
-                o.device_free_bytes,
-                o.largest_free_block_bytes,
-                o.total_free_bytes,
-            )
-        }),
+memlens_core::impl_columns! {
+    StateFrame {
+        header [event, numbers, seek_ms, build_ms, from_file];
+        nested [columns];
+        // The page knows what it asked for and when the answer came.
+        skip [file, device, requested, received_ms];
     }
 }
 
 impl StateFrame {
-    /// A state as columns and numbers. (Worker side; `meta.seek_ms`/`build_ms` are left 0.)
-    pub fn from_state(file: u32, device: u32, requested: Option<u32>, st: &State) -> StateFrame {
-        let c = st.columns();
-        let seg_flags = c
-            .segment_is_expandable
-            .iter()
-            .zip(&c.segment_kind)
-            .map(|(&x, k)| {
-                (if x { SEG_EXPANDABLE } else { 0 })
-                    | match k {
-                        SegmentKind::Small => SEG_SMALL,
-                        SegmentKind::Large => SEG_LARGE,
-                        SegmentKind::Unknown => 0,
-                    }
-            })
-            .collect();
-        let mut seg_first_block: Vec<u32> = c.segment_blocks.iter().map(|r| r.start).collect();
-        seg_first_block.push(c.block_address.len() as u32);
+    /// A state as columns and numbers. (Worker side; the timings are left 0.)
+    pub fn from_state(st: &State) -> StateFrame {
         StateFrame {
-            file,
-            device,
-            requested,
-            meta: StateMeta {
-                event: st.event().map(|e| e as u32),
-                numbers: Some(numbers_msg(&st.numbers())),
-                segment_pool: c.segment_pool_id,
-                seek_ms: 0.0,
-                build_ms: 0.0,
-                from_file: false,
-            },
-            seg_flags,
-            seg_first_block,
-            blk_state: c.block_state.iter().map(|&s| block_state_code(s)).collect(),
-            blk_stack: c.block_stack.iter().map(|s| s.0).collect(),
-            seg_addr: c.segment_address,
-            seg_size: c.segment_size_bytes,
-            seg_stream: c.segment_stream,
-            blk_addr: c.block_address,
-            blk_size: c.block_size_bytes,
-            blk_requested: c.block_requested_size_bytes,
-            blk_alloc_event: c.block_alloc_event,
-            received_ms: 0.0,
+            event: st.event().map(|e| e as u32),
+            numbers: Some(st.numbers()),
+            columns: st.columns(),
+            ..StateFrame::default()
         }
-    }
-
-    pub fn from_message(
-        data: &JsValue,
-        file: u32,
-        device: u32,
-        requested: Option<u32>,
-        meta: StateMeta,
-        received_ms: f64,
-    ) -> Result<StateFrame, String> {
-        let [sa, ss, st, sf, sb, ba, bs, br, bst, be, bk] = STATE_ARRAYS;
-        let f = StateFrame {
-            file,
-            device,
-            requested,
-            meta,
-            seg_addr: u64s(data, sa)?,
-            seg_size: u64s(data, ss)?,
-            seg_stream: u64s(data, st)?,
-            seg_flags: u8s(data, sf)?,
-            seg_first_block: u32s(data, sb)?,
-            blk_addr: u64s(data, ba)?,
-            blk_size: u64s(data, bs)?,
-            blk_requested: u64s(data, br)?,
-            blk_state: u8s(data, bst)?,
-            blk_alloc_event: u32s(data, be)?,
-            blk_stack: u32s(data, bk)?,
-            received_ms,
-        };
-        let (ns, nb) = (f.seg_addr.len(), f.blk_addr.len());
-        let segs_ok = [
-            f.seg_size.len(),
-            f.seg_stream.len(),
-            f.seg_flags.len(),
-            f.meta.segment_pool.len(),
-        ]
-        .iter()
-        .all(|&l| l == ns)
-            && f.seg_first_block.len() == ns + 1;
-        let blks_ok = [
-            f.blk_size.len(),
-            f.blk_requested.len(),
-            f.blk_state.len(),
-            f.blk_alloc_event.len(),
-            f.blk_stack.len(),
-        ]
-        .iter()
-        .all(|&l| l == nb);
-        let ranges_ok = f.seg_first_block.windows(2).all(|w| w[0] <= w[1])
-            && f.seg_first_block.last().is_none_or(|&l| l as usize == nb);
-        if !(segs_ok && blks_ok && ranges_ok) {
-            return Err("state columns of different lengths".into());
-        }
-        Ok(f)
     }
 
     pub fn segments(&self) -> usize {
-        self.seg_addr.len()
+        self.columns.segment_address.len()
     }
 
     /// Block index range of segment `k`.
     pub fn blocks_of(&self, k: usize) -> std::ops::Range<usize> {
-        let a = self.seg_first_block.get(k).copied().unwrap_or(0) as usize;
-        let b = self.seg_first_block.get(k + 1).copied().unwrap_or(0) as usize;
-        a..b.max(a)
+        self.columns
+            .segment_blocks
+            .get(k)
+            .map_or(0..0, |r| r.start as usize..r.end as usize)
     }
 
     pub fn block_state(&self, b: usize) -> BlockState {
-        self.blk_state
+        self.columns
+            .block_state
             .get(b)
-            .and_then(|&c| BLOCK_STATES.get(c as usize))
             .copied()
             .unwrap_or(BlockState::Unknown)
     }
 
     /// The block containing `addr`, if any.
     pub fn block_at(&self, addr: u64) -> Option<usize> {
-        let k = self
-            .blk_addr
+        let c = &self.columns;
+        let k = c
+            .block_address
             .partition_point(|&a| a <= addr)
             .checked_sub(1)?;
-        let (a, s) = (*self.blk_addr.get(k)?, *self.blk_size.get(k)?);
+        let (a, s) = (*c.block_address.get(k)?, *c.block_size_bytes.get(k)?);
         (addr < a.saturating_add(s)).then_some(k)
     }
 }

@@ -1,10 +1,12 @@
 //! Native tests of the Allocator State History's data and map (no browser): on every fixture in
 //! tests/fixtures and every real snapshot in ../shared/snapshots (skipped with a notice when
-//! absent), at a spread of events: the list columns and their versions, the link from events
-//! and blocks to timeline elements, and the map's placement and hit test.
+//! absent), at a spread of events: the list columns and their versions, that they and the
+//! states come back from their columns as the worker ships them, the link from events and
+//! blocks to timeline elements, and the map's placement and hit test.
 
 use super::*;
 use crate::state_canvas::{fit, place, MapGeometry, PAD, ROW_H};
+use memlens_core::columns::round_trip;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::state::AllocatorHistory;
 use std::path::{Path, PathBuf};
@@ -86,7 +88,7 @@ fn check_geometry(name: &str, f: &StateFrame, g: &MapGeometry, width: f64) {
     for (k, &b) in placed.iter().enumerate() {
         assert_eq!(
             Some(&b),
-            f.seg_size.get(k),
+            f.columns.segment_size_bytes.get(k),
             "{name}: segment {k} placed bytes"
         );
     }
@@ -104,10 +106,13 @@ fn check_geometry(name: &str, f: &StateFrame, g: &MapGeometry, width: f64) {
     // A point in the middle of each block's slice finds that block.
     for p in &g.pieces {
         let k = p.seg as usize;
-        let seg_addr = f.seg_addr[k];
+        let seg_addr = f.columns.segment_address[k];
         let (a0, a1) = (seg_addr + p.byte0, seg_addr + p.byte0 + p.bytes);
         for b in f.blocks_of(k) {
-            let (ba, be) = (f.blk_addr[b], f.blk_addr[b] + f.blk_size[b]);
+            let (ba, be) = (
+                f.columns.block_address[b],
+                f.columns.block_address[b] + f.columns.block_size_bytes[b],
+            );
             let (c0, c1) = (ba.max(a0), be.min(a1));
             if c0 >= c1 {
                 continue;
@@ -136,6 +141,8 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
         let n = ev.len();
         assert_eq!(n, snap.device_rows(device).len(), "{name}: list length");
         assert_eq!(ev.meta.n_events as usize, n);
+        let back = round_trip(&ev).map(|b| EventColumns { device, ..b });
+        assert_eq!(back.as_ref(), Ok(&ev), "{name}: list columns travel");
         // Versions: an allocation's alloc, free_requested and free_completed share one; the
         // next allocation at that address has the next.
         let mut open: HashMap<u64, u32> = HashMap::new();
@@ -186,36 +193,41 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
         let width = 600.0;
         for at in sample(n) {
             let st = h.state_at(at);
-            let f = StateFrame::from_state(1, device, at.map(|e| e as u32), &st);
-            assert_eq!(f.meta.event, at.map(|e| e as u32), "{name}: state event");
+            let f = StateFrame::from_state(&st);
+            assert_eq!(
+                round_trip(&f).as_ref(),
+                Ok(&f),
+                "{name}: frame after {at:?} travels"
+            );
+            assert_eq!(f.event, at.map(|e| e as u32), "{name}: state event");
             // Blocks tile their segment.
             for k in 0..f.segments() {
-                let sum: u64 = f.blocks_of(k).map(|b| f.blk_size[b]).sum();
+                let sum: u64 = f.blocks_of(k).map(|b| f.columns.block_size_bytes[b]).sum();
                 assert_eq!(
-                    sum, f.seg_size[k],
+                    sum, f.columns.segment_size_bytes[k],
                     "{name}: blocks of segment {k} after {at:?}"
                 );
             }
             // Every active block links to an element alive then, at its address, made by its
             // alloc when the block knows it.
-            for b in 0..f.blk_addr.len() {
+            for b in 0..f.columns.block_address.len() {
                 if !f.block_state(b).is_active() {
                     continue;
                 }
-                let e = element_at(&layout, f.blk_addr[b], f.meta.event, false);
+                let e = element_at(&layout, f.columns.block_address[b], f.event, false);
                 let Some(e) = e else {
                     panic!(
                         "{name}: block {:#x} after {at:?} has no element",
-                        f.blk_addr[b]
+                        f.columns.block_address[b]
                     );
                 };
-                assert_eq!(el.addr[e as usize], f.blk_addr[b]);
-                let ae = f.blk_alloc_event[b];
+                assert_eq!(el.addr[e as usize], f.columns.block_address[b]);
+                let ae = f.columns.block_alloc_event[b];
                 if ae != NO_ROW {
                     assert_eq!(
                         el.alloc_row[e as usize], ae,
                         "{name}: element of block {:#x}",
-                        f.blk_addr[b]
+                        f.columns.block_address[b]
                     );
                 }
             }

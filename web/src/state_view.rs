@@ -4,18 +4,18 @@
 //! while a request is in flight, newer selections wait and only the last one is sent), and
 //! links with the timeline through the pinned element (`AppState::selected`).
 
-use crate::bridge::{now_ms, Bridge};
+use crate::bridge::Bridge;
+use crate::clock::now_ms;
 use crate::event_list::{EventList, ROW_PX};
 use crate::panels::StackPanel;
-use crate::protocol::{StateEventsMeta, StateMeta, StateNumbersMsg, ToWorker};
 use crate::state::{Action, AppState, View};
 use crate::state_canvas::{self, Hit, MapGeometry, Marks, Transform};
 use crate::state_data::{format_size, EventColumns, Shared, StateFrame};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::model::{Action as TraceAction, BlockState};
-use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use memlens_core::state::{OomNumbers, StateNumbers};
+use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -24,70 +24,13 @@ use web_sys::{
 };
 use yew::prelude::*;
 
-/// A state request with no answer after this long is considered lost.
-const IN_FLIGHT_TIMEOUT_MS: f64 = 10_000.0;
-
 /// What the page asked the worker for: (file, device, event requested).
 type StateKey = (u32, u32, Option<u32>);
 
 thread_local! {
-    /// When the state request in flight was sent.
-    static IN_FLIGHT: Cell<Option<f64>> = const { Cell::new(None) };
-    /// List columns asked for, by (file, device).
-    static EVENTS_ASKED: RefCell<HashSet<(u32, u32)>> = RefCell::new(HashSet::new());
     /// The latest wanted state, when it was first wanted, and whether its first paint was
     /// timed (the seek time).
     static WANTED_SINCE: Cell<Option<(StateKey, f64, bool)>> = const { Cell::new(None) };
-}
-
-/// Bridge handler: list columns arrived.
-pub fn on_events(
-    d: &UseReducerDispatcher<AppState>,
-    data: &JsValue,
-    id: u32,
-    device: u32,
-    meta: StateEventsMeta,
-) {
-    let build_ms = meta.build_ms;
-    match EventColumns::from_message(data, id, device, meta) {
-        Ok(ev) => {
-            web_sys::console::log_1(
-                &format!(
-                    "memlens: state history list of device {device}: {} entries (history built in {build_ms:.1} ms)",
-                    ev.len()
-                )
-                .into(),
-            );
-            d.dispatch(Action::StateEvents(Shared(Rc::new(ev))));
-        }
-        Err(e) => web_sys::console::error_1(&format!("memlens: {e}").into()),
-    }
-}
-
-/// Bridge handler: a state arrived.
-pub fn on_state(
-    d: &UseReducerDispatcher<AppState>,
-    data: &JsValue,
-    id: u32,
-    device: u32,
-    requested: Option<u32>,
-    meta: StateMeta,
-) {
-    IN_FLIGHT.with(|c| c.set(None));
-    match StateFrame::from_message(data, id, device, requested, meta, now_ms()) {
-        Ok(f) => d.dispatch(Action::StateFrame(Shared(Rc::new(f)))),
-        Err(e) => {
-            web_sys::console::error_1(&format!("memlens: {e}").into());
-            // Still a reply: store an empty frame so the next request goes out.
-            d.dispatch(Action::StateFrame(Shared(Rc::new(StateFrame {
-                file: id,
-                device,
-                requested,
-                received_ms: now_ms(),
-                ..StateFrame::default()
-            }))));
-        }
-    }
 }
 
 /// The state the page wants shown: the selected entry, else the last one.
@@ -121,25 +64,14 @@ pub fn use_state_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc<
                 WANTED_SINCE.with(|c| c.set(Some((*w, now, false))));
             }
             let have = frame.as_ref().map(|f| (f.file, f.device, f.requested));
-            let busy = IN_FLIGHT
-                .with(|c| c.get())
-                .is_some_and(|t| now - t < IN_FLIGHT_TIMEOUT_MS);
-            if have != Some(*w) && !busy {
-                IN_FLIGHT.with(|c| c.set(Some(now)));
-                b.send_state_request(&ToWorker::StateAt {
-                    id: w.0,
-                    device: w.1,
-                    event: w.2,
-                });
+            if have != Some(*w) {
+                b.request_state(w.0, w.1, w.2);
             }
             if !*have_layout {
                 b.request_layout(*k);
             }
-            if !*have_events && EVENTS_ASKED.with(|a| a.borrow_mut().insert((w.0, w.1))) {
-                b.send_state_request(&ToWorker::StateEvents {
-                    id: w.0,
-                    device: w.1,
-                });
+            if !*have_events {
+                b.request_state_events(w.0, w.1);
             }
         },
     );
@@ -235,8 +167,13 @@ fn metric(key: &'static str, name: &'static str, v: u64) -> Html {
 }
 
 /// At an `oom` entry: the request against the largest free block and all free bytes.
-fn oom_html(n: &StateNumbersMsg) -> Option<Html> {
-    n.oom.map(|(req, dev, largest, total)| {
+fn oom_html(n: &StateNumbers) -> Option<Html> {
+    n.oom.map(|o: OomNumbers| {
+        let (req, largest, total) = (
+            o.requested_bytes,
+            o.largest_free_block_bytes,
+            o.total_free_bytes,
+        );
         let verdict = if req > largest {
             if req <= total {
                 "the request is larger than the largest free block but not than all free memory: fragmentation"
@@ -254,7 +191,7 @@ fn oom_html(n: &StateNumbersMsg) -> Option<Html> {
                 <span data-metric="state_oom_largest_free_block_bytes" data-value={largest.to_string()}>{ format!("largest free block {}", format_size(largest)) }</span>
                 { " · " }
                 <span data-metric="state_oom_total_free_bytes" data-value={total.to_string()}>{ format!("total free {}", format_size(total)) }</span>
-                if let Some(d) = dev {
+                if let Some(d) = o.device_free_bytes {
                     { " · " }
                     <span data-metric="state_oom_device_free_bytes" data-value={d.to_string()}>{ format!("device free {}", format_size(d)) }</span>
                 }
@@ -264,7 +201,7 @@ fn oom_html(n: &StateNumbersMsg) -> Option<Html> {
     })
 }
 
-fn numbers_html(n: &StateNumbersMsg, event: Option<u32>) -> Html {
+fn numbers_html(n: &StateNumbers, event: Option<u32>) -> Html {
     html! {
         <div class="summary state-numbers" data-testid="state-numbers" data-event={event.map(|e| e.to_string())}>
             { metric("allocated_bytes", "Allocated", n.allocated_bytes) }
@@ -339,45 +276,51 @@ fn time_text(ev: &EventColumns, i: usize) -> Option<String> {
 
 fn tooltip_text(f: &StateFrame, hit: &Hit) -> String {
     let seg = hit.seg;
-    let seg_addr = f.seg_addr.get(seg).copied().unwrap_or(0);
-    let seg_size = f.seg_size.get(seg).copied().unwrap_or(0);
+    let seg_addr = f.columns.segment_address.get(seg).copied().unwrap_or(0);
+    let seg_size = f.columns.segment_size_bytes.get(seg).copied().unwrap_or(0);
     let (mut alloc, mut free) = (0u64, 0u64);
     for b in f.blocks_of(seg) {
-        let s = f.blk_size.get(b).copied().unwrap_or(0);
+        let s = f.columns.block_size_bytes.get(b).copied().unwrap_or(0);
         if f.block_state(b) == BlockState::Inactive {
             free += s;
         } else {
             alloc += s;
         }
     }
-    let pool = match f.meta.segment_pool.get(seg).copied().flatten() {
+    let pool = match f.columns.segment_pool_id.get(seg).copied().flatten() {
         Some((0, 0)) => "default pool".to_string(),
         Some((a, b)) => format!("pool_id ({a}, {b})"),
         None => "pool unknown".to_string(),
     };
-    let flags = f.seg_flags.get(seg).copied().unwrap_or(0);
+    let expandable = f.columns.segment_is_expandable.get(seg).is_some_and(|&x| x);
     let seg_line = format!(
         "segment s'{seg_addr:x}: {} allocated, {} free of {} (stream {}, {pool}{})",
         format_bytes(alloc as f64),
         format_bytes(free as f64),
         format_bytes(seg_size as f64),
-        f.seg_stream.get(seg).copied().unwrap_or(0),
-        if flags & crate::state_data::SEG_EXPANDABLE != 0 {
-            ", expandable"
-        } else {
-            ""
-        }
+        f.columns.segment_stream.get(seg).copied().unwrap_or(0),
+        if expandable { ", expandable" } else { "" }
     );
     let Some(b) = hit.block else {
         return seg_line;
     };
-    let addr = f.blk_addr.get(b).copied().unwrap_or(0);
-    let size = f.blk_size.get(b).copied().unwrap_or(0);
+    let addr = f.columns.block_address.get(b).copied().unwrap_or(0);
+    let size = f.columns.block_size_bytes.get(b).copied().unwrap_or(0);
     match f.block_state(b) {
         BlockState::Inactive => format!("free block b'{addr:x} {}\n{seg_line}", format_size(size)),
         st => {
-            let req = f.blk_requested.get(b).copied().unwrap_or(size);
-            let ev = f.blk_alloc_event.get(b).copied().unwrap_or(NO_ROW);
+            let req = f
+                .columns
+                .block_requested_size_bytes
+                .get(b)
+                .copied()
+                .unwrap_or(size);
+            let ev = f
+                .columns
+                .block_alloc_event
+                .get(b)
+                .copied()
+                .unwrap_or(NO_ROW);
             let when = if ev == NO_ROW {
                 "allocated before the trace (or its alloc is not recorded)".to_string()
             } else {
@@ -430,9 +373,7 @@ pub fn state_view(p: &Props) -> Html {
         l.on_transform = on_transform.clone();
     }
     let n = p.events.as_ref().map_or(0, |e| e.len());
-    let shown = p
-        .event
-        .or_else(|| p.frame.as_ref().and_then(|f| f.meta.event));
+    let shown = p.event.or_else(|| p.frame.as_ref().and_then(|f| f.event));
     let wanted = Some(p.event.unwrap_or(u32::MAX));
     let event_addr = p.events.as_ref().zip(shown).and_then(|(ev, i)| {
         matches!(
@@ -481,9 +422,9 @@ pub fn state_view(p: &Props) -> Html {
             let Some(r) = root.cast::<Element>() else {
                 return;
             };
-            let painted = f.meta.event.map_or("none".to_string(), |e| e.to_string());
+            let painted = f.event.map_or("none".to_string(), |e| e.to_string());
             let _ = r.set_attribute("data-painted-event", &painted);
-            let source = if f.meta.from_file { "file" } else { "history" };
+            let source = if f.from_file { "file" } else { "history" };
             let _ = r.set_attribute("data-state-source", source);
             let _ = r.set_attribute("data-bytes-per-row", &g.bytes_per_row.to_string());
             if f.requested == key.2 {
@@ -497,9 +438,9 @@ pub fn state_view(p: &Props) -> Html {
                     WANTED_SINCE.with(|c| c.set(Some((*key, t0, true))));
                     let _ = r.set_attribute("data-seek-ms", &format!("{:.2}", now - t0));
                 }
-                let _ = r.set_attribute("data-worker-seek-ms", &format!("{:.3}", f.meta.seek_ms));
-                if f.meta.build_ms > 0.0 {
-                    let _ = r.set_attribute("data-build-ms", &format!("{:.1}", f.meta.build_ms));
+                let _ = r.set_attribute("data-worker-seek-ms", &format!("{:.3}", f.seek_ms));
+                if f.build_ms > 0.0 {
+                    let _ = r.set_attribute("data-build-ms", &format!("{:.1}", f.build_ms));
                 }
                 if !*switch_done.borrow() {
                     *switch_done.borrow_mut() = true;
@@ -614,7 +555,7 @@ pub fn state_view(p: &Props) -> Html {
                     let b = h.block?;
                     f.block_state(b)
                         .is_active()
-                        .then(|| f.blk_addr.get(b).copied())
+                        .then(|| f.columns.block_address.get(b).copied())
                         .flatten()
                 });
                 on_pin.emit(addr);
@@ -737,14 +678,12 @@ pub fn state_view(p: &Props) -> Html {
     let oom = p
         .frame
         .as_ref()
-        .and_then(|f| f.meta.numbers.as_ref())
+        .and_then(|f| f.numbers.as_ref())
         .and_then(oom_html);
-    let numbers = p.frame.as_ref().and_then(|f| {
-        f.meta
-            .numbers
-            .as_ref()
-            .map(|n| numbers_html(n, f.meta.event))
-    });
+    let numbers = p
+        .frame
+        .as_ref()
+        .and_then(|f| f.numbers.as_ref().map(|n| numbers_html(n, f.event)));
     let warnings = ev
         .as_ref()
         .map(|e| e.meta.warnings.join("; "))

@@ -9,12 +9,11 @@
 //! detail and canvas calls), `data-paint-ms` (canvas calls alone), `data-rects`, `data-bands`
 //! (bands drawn one by one) and `data-hit-ms`, for the browser benchmarks.
 
-use crate::bridge::now_ms;
 use crate::canvas::{
     draw_overview, draw_timeline, overview_viewport, DrawOptions, MARGIN_LEFT, MARGIN_TOP,
 };
-use crate::search::SharedMatches;
-use crate::state::SharedLayout;
+use crate::clock::now_ms;
+use crate::state::{SharedLayout, SharedMatches};
 use memlens_core::layout::context::tooltip;
 use memlens_core::layout::{TimeMap, TimelineKind, Viewport};
 use std::sync::Arc;

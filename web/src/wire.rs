@@ -1,14 +1,20 @@
-//! Packing messages for `postMessage`: a JSON header under `msg`, payloads as extra fields, and
-//! layout columns as typed arrays whose buffers are transferred.
+//! Packing messages for `postMessage`. Every message is an object with a JSON header under
+//! `msg`. A reply's payload, any [`Columns`] type, travels beside it: its header fields as one
+//! JSON object under `head`, its columns as typed arrays under `cols`, whose buffers are
+//! transferred, not copied. Other payloads (the file to open) are extra fields.
 
-use crate::protocol::{LayoutMeta, LAYOUT_ARRAYS};
+use crate::clock::now_ms;
+use crate::protocol::FromWorker;
 use js_sys::{
-    Array, BigInt64Array, BigUint64Array, Float32Array, Object, Reflect, Uint32Array, Uint8Array,
+    Array, BigInt64Array, BigUint64Array, Float32Array, Float64Array, Object, Reflect, Uint32Array,
+    Uint8Array,
 };
-use memlens_core::layout::{Elements, TimelineLayout};
+use memlens_core::columns::{ColumnData, ColumnError, ColumnSink, ColumnSource, Columns, Kind};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::{Map, Value as Json};
 use wasm_bindgen::{JsCast, JsValue};
+use web_sys::DedicatedWorkerGlobalScope;
 
 /// `{msg: <json>, ...extra}`.
 pub fn message(header: &impl Serialize, extra: &[(&str, JsValue)]) -> JsValue {
@@ -24,9 +30,8 @@ pub fn message(header: &impl Serialize, extra: &[(&str, JsValue)]) -> JsValue {
 
 /// The header of a message, if it parses.
 pub fn header<T: DeserializeOwned>(data: &JsValue) -> Result<T, String> {
-    let msg = Reflect::get(data, &"msg".into())
-        .ok()
-        .and_then(|v| v.as_string())
+    let msg = field(data, "msg")
+        .as_string()
         .ok_or("message without a header")?;
     serde_json::from_str(&msg).map_err(|e| format!("bad message header: {e}"))
 }
@@ -36,132 +41,154 @@ pub fn field(data: &JsValue, name: &str) -> JsValue {
     Reflect::get(data, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn u32s(v: &[u32]) -> JsValue {
-    Uint32Array::from(v).into()
+/// A worker reply ready for `postMessage`: the message and the buffers it transfers.
+pub struct Outgoing {
+    message: JsValue,
+    transfer: Array,
 }
 
-/// A `BigUint64Array` copy of `v` (one copy, no zero-filled allocation first).
-pub fn u64s(v: &[u64]) -> JsValue {
-    BigUint64Array::from(v).into()
+/// A reply without payload.
+pub fn reply(msg: &FromWorker) -> Outgoing {
+    Outgoing {
+        message: message(msg, &[]),
+        transfer: Array::new(),
+    }
 }
 
-/// A `BigInt64Array` copy of `v`.
-pub fn i64s(v: &[i64]) -> JsValue {
-    BigInt64Array::from(v).into()
+/// A reply with `payload` packed beside its header (copied out of wasm memory now, so the
+/// payload may be dropped or changed before [`Outgoing::post`]).
+pub fn reply_with(msg: &FromWorker, payload: &impl Columns) -> Outgoing {
+    let mut sink = JsSink {
+        head: Map::new(),
+        cols: Object::new(),
+        transfer: Array::new(),
+    };
+    payload.pack(&mut sink);
+    let head = Json::Object(sink.head).to_string();
+    let m = message(
+        msg,
+        &[
+            ("head", JsValue::from_str(&head)),
+            ("cols", sink.cols.into()),
+        ],
+    );
+    Outgoing {
+        message: m,
+        transfer: sink.transfer,
+    }
 }
 
-fn f32s(v: &[f32]) -> JsValue {
-    Float32Array::from(v).into()
-}
-
-/// The buffer of a typed array, for a transfer list.
-pub fn buffer_of(v: &JsValue) -> Option<JsValue> {
-    Reflect::get(v, &"buffer".into()).ok()
-}
-
-/// The layout's columns as named typed arrays, plus the list of their buffers to transfer.
-pub fn layout_arrays(l: &TimelineLayout) -> (Vec<(&'static str, JsValue)>, Array) {
-    let e = &l.elements;
-    let values: [JsValue; 16] = [
-        u64s(&e.size_bytes),
-        u64s(&e.addr),
-        u32s(&e.version),
-        u32s(&e.start_x),
-        u32s(&e.end_x),
-        u32s(&e.alloc_row),
-        u32s(&e.free_row),
-        u64s(&e.stream),
-        Uint8Array::from(e.origin.as_slice()).into(),
-        u32s(&e.stack),
-        u32s(&e.pool),
-        u32s(&l.piece_start),
-        u32s(&l.piece_t0),
-        f32s(&l.piece_y0),
-        u64s(&l.total_bytes),
-        i64s(&l.time_us),
-    ];
-    let transfer = Array::new();
-    for v in &values {
-        if let Ok(b) = Reflect::get(v, &"buffer".into()) {
-            transfer.push(&b);
+impl Outgoing {
+    /// Posts the reply to the page (worker side).
+    pub fn post(self) {
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        if let Err(e) = scope.post_message_with_transfer(&self.message, &self.transfer) {
+            web_sys::console::error_2(&"memlens worker: postMessage failed".into(), &e);
         }
     }
-    (
-        LAYOUT_ARRAYS.iter().copied().zip(values).collect(),
-        transfer,
-    )
 }
 
-fn get_u32s(data: &JsValue, name: &str) -> Result<Vec<u32>, String> {
-    field(data, name)
-        .dyn_into::<Uint32Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| format!("layout column {name} missing"))
+/// Packs into a message: header fields into a JSON object, columns into typed arrays.
+struct JsSink {
+    head: Map<String, Json>,
+    cols: Object,
+    transfer: Array,
 }
 
-/// A `BigUint64Array` field as a vector.
-pub fn get_u64s(data: &JsValue, name: &str) -> Result<Vec<u64>, String> {
-    field(data, name)
-        .dyn_into::<BigUint64Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| format!("layout column {name} missing"))
+impl ColumnSink for JsSink {
+    fn column(&mut self, name: &'static str, data: ColumnData<'_>) {
+        let arr: JsValue = match &data {
+            ColumnData::U8(v) => Uint8Array::from(&v[..]).into(),
+            ColumnData::U32(v) => Uint32Array::from(&v[..]).into(),
+            ColumnData::U64(v) => BigUint64Array::from(&v[..]).into(),
+            ColumnData::I64(v) => BigInt64Array::from(&v[..]).into(),
+            ColumnData::F32(v) => Float32Array::from(&v[..]).into(),
+            ColumnData::F64(v) => Float64Array::from(&v[..]).into(),
+        };
+        if let Ok(b) = Reflect::get(&arr, &"buffer".into()) {
+            self.transfer.push(&b);
+        }
+        let _ = Reflect::set(&self.cols, &JsValue::from_str(name), &arr);
+    }
+
+    fn head<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) {
+        match serde_json::to_value(value) {
+            Ok(v) => {
+                self.head.insert(name.to_string(), v);
+            }
+            // Left out: the page's unpack reports the field as missing.
+            Err(e) => web_sys::console::error_1(
+                &format!("memlens worker: cannot pack {name}: {e}").into(),
+            ),
+        }
+    }
 }
 
-/// Rebuilds a layout on the page from a `Layout` message.
-pub fn layout_from_message(data: &JsValue, meta: LayoutMeta) -> Result<TimelineLayout, String> {
-    let t_copy = crate::bridge::now_ms();
-    let preview = meta.preview;
-    let elements = Elements {
-        size_bytes: get_u64s(data, "size_bytes")?,
-        addr: get_u64s(data, "addr")?,
-        version: get_u32s(data, "version")?,
-        start_x: get_u32s(data, "start_x")?,
-        end_x: get_u32s(data, "end_x")?,
-        alloc_row: get_u32s(data, "alloc_row")?,
-        free_row: get_u32s(data, "free_row")?,
-        stream: get_u64s(data, "stream")?,
-        origin: field(data, "origin")
-            .dyn_into::<Uint8Array>()
-            .map(|a| a.to_vec())
-            .map_err(|_| "layout column origin missing")?,
-        stack: get_u32s(data, "stack")?,
-        pool: get_u32s(data, "pool")?,
+/// Unpacks from a message (page side); counts the time spent copying columns out of JS.
+struct JsSource {
+    head: Map<String, Json>,
+    cols: JsValue,
+    copy_ms: f64,
+}
+
+fn typed<A: JsCast>(
+    v: JsValue,
+    to_vec: impl Fn(&A) -> ColumnData<'static>,
+) -> Option<ColumnData<'static>> {
+    v.dyn_into::<A>().ok().map(|a| to_vec(&a))
+}
+
+impl ColumnSource for JsSource {
+    fn take_column(
+        &mut self,
+        name: &'static str,
+        kind: Kind,
+    ) -> Result<ColumnData<'static>, ColumnError> {
+        let t0 = now_ms();
+        let v = Reflect::get(&self.cols, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED);
+        let data = match kind {
+            Kind::U8 => typed(v, |a: &Uint8Array| ColumnData::U8(a.to_vec().into())),
+            Kind::U32 => typed(v, |a: &Uint32Array| ColumnData::U32(a.to_vec().into())),
+            Kind::U64 => typed(v, |a: &BigUint64Array| ColumnData::U64(a.to_vec().into())),
+            Kind::I64 => typed(v, |a: &BigInt64Array| ColumnData::I64(a.to_vec().into())),
+            Kind::F32 => typed(v, |a: &Float32Array| ColumnData::F32(a.to_vec().into())),
+            Kind::F64 => typed(v, |a: &Float64Array| ColumnData::F64(a.to_vec().into())),
+        };
+        self.copy_ms += now_ms() - t0;
+        data.ok_or(ColumnError::Missing(name))
+    }
+
+    fn take_head<T: DeserializeOwned>(&mut self, name: &'static str) -> Result<T, ColumnError> {
+        let header = |message: String| ColumnError::Header { name, message };
+        let v = self
+            .head
+            .remove(name)
+            .ok_or_else(|| header("missing".into()))?;
+        serde_json::from_value(v).map_err(|e| header(e.to_string()))
+    }
+}
+
+/// A payload unpacked on the page, with the milliseconds its columns took to copy out of JS.
+pub struct Unpacked<T> {
+    pub value: T,
+    pub copy_ms: f64,
+}
+
+/// The payload of a reply (page side).
+pub fn unpack<T: Columns>(data: &JsValue) -> Result<Unpacked<T>, String> {
+    let head = field(data, "head")
+        .as_string()
+        .ok_or("message without a payload")?;
+    let head: Map<String, Json> =
+        serde_json::from_str(&head).map_err(|e| format!("bad payload header: {e}"))?;
+    let mut src = JsSource {
+        head,
+        cols: field(data, "cols"),
+        copy_ms: 0.0,
     };
-    let piece_start = get_u32s(data, "piece_start")?;
-    let piece_t0 = get_u32s(data, "piece_t0")?;
-    let piece_y0 = field(data, "piece_y0")
-        .dyn_into::<Float32Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| "layout column piece_y0 missing")?;
-    let total_bytes = get_u64s(data, "total_bytes")?;
-    let time_us = field(data, "time_us")
-        .dyn_into::<BigInt64Array>()
-        .map(|a| a.to_vec())
-        .map_err(|_| "layout column time_us missing")?;
-    let t0 = crate::bridge::now_ms();
-    let l = TimelineLayout::from_parts(
-        meta.n_events,
-        elements,
-        piece_start,
-        piece_t0,
-        piece_y0,
-        total_bytes,
-        time_us,
-        meta.markers,
-        meta.regions,
-        meta.warnings,
-        meta.pools,
-        meta.monotone,
-    )
-    .map_err(|e| e.to_string())?
-    .with_preview(preview);
-    web_sys::console::log_1(
-        &format!(
-            "memlens: layout columns copied into the page in {:.0} ms, indices (level of detail, maxima) built in {:.0} ms",
-            t0 - t_copy,
-            crate::bridge::now_ms() - t0
-        )
-        .into(),
-    );
-    Ok(l)
+    let value = T::unpack(&mut src).map_err(|e| e.to_string())?;
+    Ok(Unpacked {
+        value,
+        copy_ms: src.copy_ms,
+    })
 }

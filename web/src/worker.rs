@@ -2,9 +2,11 @@
 //! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
 
-use crate::protocol::{FileInfo, FromWorker, LayoutMeta, Summary, ToWorker};
+use crate::clock::now_ms;
+use crate::protocol::{FileInfo, FromWorker, ToWorker};
 use crate::wire;
-use js_sys::{Array, Uint8Array};
+use gloo_events::EventListener;
+use js_sys::Uint8Array;
 use memlens_core::layout::context::element_context;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::{Loader, Snapshot};
@@ -14,7 +16,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent, WorkerGlobalScope};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 /// Bytes read and decoded between two progress messages (and two chances to cancel): an eighth
 /// of the file, between 1 and 16 MiB. Large chunks keep the worker from waiting on reads (a
@@ -51,33 +53,20 @@ fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
 }
 
-fn now_ms() -> f64 {
-    js_sys::global()
-        .unchecked_into::<WorkerGlobalScope>()
-        .performance()
-        .map(|p| p.now())
-        .unwrap_or(0.0)
-}
-
-fn post(msg: &FromWorker, extra: &[(&str, JsValue)], transfer: Option<&Array>) {
-    let m = wire::message(msg, extra);
-    let r = match transfer {
-        Some(t) => scope().post_message_with_transfer(&m, t),
-        None => scope().post_message(&m),
-    };
-    if let Err(e) = r {
-        web_sys::console::error_2(&"memlens worker: postMessage failed".into(), &e);
-    }
+fn post(msg: &FromWorker) {
+    wire::reply(msg).post();
 }
 
 /// Installs the message handler and tells the page it is ready.
 pub fn start() {
     let state: Shared = Rc::new(RefCell::new(State::default()));
-    let onmessage =
-        Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| handle(&state, ev.data()));
-    scope().set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-    onmessage.forget();
-    post(&FromWorker::Ready, &[], None);
+    EventListener::new(&scope(), "message", move |ev| {
+        if let Some(ev) = ev.dyn_ref::<MessageEvent>() {
+            handle(&state, ev.data());
+        }
+    })
+    .forget();
+    post(&FromWorker::Ready);
     wasm_bindgen_futures::spawn_local(async {
         yield_now().await;
         let t0 = now_ms();
@@ -124,9 +113,7 @@ fn warm_up() {
     let _ = memlens_core::snapshot_stats(&snap);
     let l = TimelineLayout::build(&snap, 0, TimelineKind::Active);
     // The page warms its own side (unpacking, drawing) on the same layout.
-    let (arrays, transfer) = wire::layout_arrays(&l);
-    let meta = layout_meta(&l, 0.0);
-    post(&FromWorker::WarmUpLayout { meta }, &arrays, Some(&transfer));
+    wire::reply_with(&FromWorker::WarmUpLayout, &l).post();
 }
 
 fn handle(state: &Shared, data: JsValue) {
@@ -163,7 +150,7 @@ fn handle(state: &Shared, data: JsValue) {
                         };
                         loaded(&st, id, snap, load, state_first)
                     }
-                    Err(message) => post(&FromWorker::Failed { id, message }, &[], None),
+                    Err(message) => post(&FromWorker::Failed { id, message }),
                 }
             });
         }
@@ -213,18 +200,14 @@ fn handle(state: &Shared, data: JsValue) {
                 element_context(&f.snap, device, l, kind, elem as usize, full)
             });
             drop(st);
-            post(
-                &FromWorker::Context {
-                    id,
-                    device,
-                    kind,
-                    elem,
-                    full,
-                    ctx,
-                },
-                &[],
-                None,
-            );
+            post(&FromWorker::Context {
+                id,
+                device,
+                kind,
+                elem,
+                full,
+                ctx,
+            });
         }
     }
 }
@@ -273,15 +256,11 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
             .await
             .map_err(|e| format!("cannot read the file: {e:?}"))?;
         push_js(&mut loader, &mut buf, &Uint8Array::new(&ab))?;
-        post(
-            &FromWorker::Progress {
-                id,
-                done: end,
-                total,
-            },
-            &[],
-            None,
-        );
+        post(&FromWorker::Progress {
+            id,
+            done: end,
+            total,
+        });
     }
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
 }
@@ -316,10 +295,7 @@ fn wasm_memory_bytes() -> f64 {
 
 /// Gives the event loop a turn (a zero-delay timeout), so a pending cancel is seen between chunks.
 async fn yield_now() {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = scope().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-    });
-    let _ = JsFuture::from(p).await;
+    gloo_timers::future::TimeoutFuture::new(0).await;
 }
 
 /// Facts about one file's read and decode.
@@ -337,26 +313,11 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
         memory_before,
     } = load;
     let stats = memlens_core::snapshot_stats(&snap);
-    let devices: Vec<Summary> = stats
-        .devices
-        .iter()
-        .map(|d| Summary {
-            device: d.device,
-            reserved_bytes: d.reserved_bytes,
-            allocated_bytes: d.allocated_bytes,
-            active_bytes: d.active_bytes,
-            inactive_split_bytes: d.inactive_split_bytes,
-            largest_free_block_bytes: d.largest_free_block_bytes,
-            timeline_peak_bytes: d.timeline_peak_bytes,
-            peak_reserved_bytes: d.peak_reserved_bytes,
-            trace_entries: d.trace_entries,
-        })
-        .collect();
     let default_device = snap.default_device();
     let info = FileInfo {
         encoding: snap.encoding.map(|e| e.to_string()).unwrap_or_default(),
         bytes,
-        devices,
+        devices: stats.devices,
         default_device,
         warnings: stats.warnings,
         allocator_settings: snap
@@ -377,7 +338,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
             search: Default::default(),
         },
     );
-    post(&FromWorker::Loaded { id, info }, &[], None);
+    post(&FromWorker::Loaded { id, info });
     let Some(d) = default_device else {
         return;
     };
@@ -460,20 +421,6 @@ fn layout_entry(
     })
 }
 
-/// The small facts shipped with a layout's columns.
-fn layout_meta(l: &TimelineLayout, build_ms: f64) -> LayoutMeta {
-    LayoutMeta {
-        n_events: l.n_events,
-        markers: l.markers.clone(),
-        regions: l.regions.clone(),
-        warnings: l.warnings.clone(),
-        build_ms,
-        pools: l.pools.clone(),
-        monotone: l.is_monotone(),
-        preview: l.is_preview(),
-    }
-}
-
 fn send_layout(st: &Shared, id: u32, device: u32, kind: TimelineKind) {
     send_layout_as(st, id, device, kind, false);
 }
@@ -499,21 +446,17 @@ fn send_layout_as(st: &Shared, id: u32, device: u32, kind: TimelineKind, preview
         l.complete();
     }
     let build_ms = now_ms() - t0;
-    let meta = layout_meta(l, build_ms);
-    let (arrays, transfer) = wire::layout_arrays(l);
+    let msg = FromWorker::Layout {
+        id,
+        device,
+        kind,
+        build_ms,
+    };
+    let out = wire::reply_with(&msg, &*l);
     // The page draws from its own copy; stack lookups here need only the element columns.
     if !l.is_preview() {
         l.strip_geometry();
     }
     drop(s);
-    post(
-        &FromWorker::Layout {
-            id,
-            device,
-            kind,
-            meta,
-        },
-        &arrays,
-        Some(&transfer),
-    );
+    out.post();
 }

@@ -1,0 +1,227 @@
+//! Worker → page, on the page: every message is decoded here once, header and payload, into a
+//! typed [`Reply`], which then becomes a reducer action. Views send requests (through
+//! `crate::bridge`) and never look at a message.
+
+use crate::clock::now_ms;
+use crate::protocol::{FileInfo, FromWorker, SearchHits};
+use crate::state::{Action, LayoutKey};
+use crate::state_data::{EventColumns, Shared, StateFrame};
+use crate::wire;
+use memlens_core::layout::context::ElementContext;
+use memlens_core::layout::TimelineLayout;
+use std::rc::Rc;
+use wasm_bindgen::JsValue;
+
+/// A worker message, decoded.
+pub enum Reply {
+    Ready,
+    /// The layout to warm the page's drawing code with.
+    WarmUpLayout(TimelineLayout),
+    Progress {
+        id: u32,
+        done: f64,
+        total: f64,
+    },
+    Loaded {
+        id: u32,
+        info: FileInfo,
+    },
+    Failed {
+        id: u32,
+        message: String,
+    },
+    Layout {
+        key: LayoutKey,
+        layout: TimelineLayout,
+    },
+    Context {
+        key: LayoutKey,
+        elem: u32,
+        full: bool,
+        ctx: Option<ElementContext>,
+    },
+    StateEvents(EventColumns),
+    /// Always a reply to a state request (an empty frame when its columns were unreadable).
+    State(StateFrame),
+    Search {
+        key: LayoutKey,
+        seq: u32,
+        count: u32,
+        error: Option<String>,
+        /// The matches bitset (`None` with an error).
+        bits: Option<Vec<u64>>,
+        search_ms: f64,
+    },
+}
+
+/// A layout payload, with the page's side of its cost in the console.
+fn unpack_layout(data: &JsValue) -> Result<TimelineLayout, String> {
+    let t0 = now_ms();
+    let u = wire::unpack::<TimelineLayout>(data)?;
+    web_sys::console::log_1(
+        &format!(
+            "memlens: layout columns copied into the page in {:.0} ms, indices (level of detail, maxima) built in {:.0} ms",
+            u.copy_ms,
+            now_ms() - t0 - u.copy_ms
+        )
+        .into(),
+    );
+    Ok(u.value)
+}
+
+impl Reply {
+    /// Decodes a message; `Err` for one that is not a reply to act on (logged by the caller).
+    pub fn decode(data: &JsValue) -> Result<Reply, String> {
+        Ok(match wire::header::<FromWorker>(data)? {
+            FromWorker::Ready => Reply::Ready,
+            FromWorker::WarmUpLayout => Reply::WarmUpLayout(unpack_layout(data)?),
+            FromWorker::Progress { id, done, total } => Reply::Progress { id, done, total },
+            FromWorker::Loaded { id, info } => Reply::Loaded { id, info },
+            FromWorker::Failed { id, message } => Reply::Failed { id, message },
+            FromWorker::Layout {
+                id,
+                device,
+                kind,
+                build_ms,
+            } => {
+                let t0 = now_ms();
+                match unpack_layout(data) {
+                    Ok(layout) => {
+                        web_sys::console::log_1(
+                            &format!(
+                                "memlens: layout of device {device} ({kind:?}): {} elements, {} pieces; built in {build_ms:.0} ms (worker), unpacked in {:.0} ms",
+                                layout.len(),
+                                layout.piece_count(),
+                                now_ms() - t0
+                            )
+                            .into(),
+                        );
+                        Reply::Layout {
+                            key: (id, device, kind),
+                            layout,
+                        }
+                    }
+                    Err(e) => Reply::Failed {
+                        id,
+                        message: format!("bad layout from the worker: {e}"),
+                    },
+                }
+            }
+            FromWorker::Context {
+                id,
+                device,
+                kind,
+                elem,
+                full,
+                ctx,
+            } => Reply::Context {
+                key: (id, device, kind),
+                elem,
+                full,
+                ctx,
+            },
+            FromWorker::StateEvents { id, device } => {
+                let ev = wire::unpack::<EventColumns>(data).map_err(|e| format!("memlens: {e}"))?;
+                let ev = EventColumns {
+                    file: id,
+                    device,
+                    ..ev.value
+                };
+                web_sys::console::log_1(
+                    &format!(
+                        "memlens: state history list of device {device}: {} entries (history built in {:.1} ms)",
+                        ev.len(),
+                        ev.meta.build_ms
+                    )
+                    .into(),
+                );
+                Reply::StateEvents(ev)
+            }
+            FromWorker::State {
+                id,
+                device,
+                requested,
+            } => {
+                let frame = wire::unpack::<StateFrame>(data).map_or_else(
+                    |e| {
+                        web_sys::console::error_1(&format!("memlens: {e}").into());
+                        StateFrame::default()
+                    },
+                    |u| u.value,
+                );
+                Reply::State(StateFrame {
+                    file: id,
+                    device,
+                    requested,
+                    received_ms: now_ms(),
+                    ..frame
+                })
+            }
+            FromWorker::Search {
+                id,
+                device,
+                kind,
+                seq,
+                count,
+                error,
+                search_ms,
+            } => {
+                let bits = error
+                    .is_none()
+                    .then(|| wire::unpack::<SearchHits>(data).ok())
+                    .flatten()
+                    .map(|h| h.value.bits);
+                Reply::Search {
+                    key: (id, device, kind),
+                    seq,
+                    count,
+                    error,
+                    bits,
+                    search_ms,
+                }
+            }
+        })
+    }
+
+    /// The reducer action this reply is (`None`: the bridge acts on it itself).
+    pub fn into_action(self) -> Option<Action> {
+        Some(match self {
+            Reply::Ready | Reply::WarmUpLayout(_) => return None,
+            Reply::Progress { id, done, total } => Action::Progress { id, done, total },
+            Reply::Loaded { id, info } => Action::Loaded { id, info },
+            Reply::Failed { id, message } => Action::Failed { id, message },
+            Reply::Layout { key, layout } => Action::Layout {
+                key,
+                layout: Rc::new(layout),
+            },
+            Reply::Context {
+                key,
+                elem,
+                full,
+                ctx,
+            } => Action::Context {
+                key,
+                elem,
+                full,
+                ctx,
+            },
+            Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
+            Reply::State(f) => Action::StateFrame(Shared(Rc::new(f))),
+            Reply::Search {
+                key,
+                seq,
+                count,
+                error,
+                bits,
+                search_ms,
+            } => Action::SearchResult {
+                key,
+                seq,
+                count,
+                error,
+                bits,
+                search_ms,
+            },
+        })
+    }
+}
