@@ -240,15 +240,23 @@ fn fixtures_behave_as_recorded() {
         .filter(|p| p.extension().is_some_and(|x| x == "txt"))
         .collect();
     names.sort();
-    assert!(names.len() >= 15, "fixture set missing in {}", dir.display());
+    assert!(
+        names.len() >= 15,
+        "fixture set missing in {}",
+        dir.display()
+    );
     let mut failures = Vec::new();
     for p in names {
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let bytes = memlens_core::fixture::build(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let bytes =
+            memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
-        check(&format!("fixture-{}", stem.unwrap_or_default()), &s, &mut failures);
+        check(
+            &format!("fixture-{}", stem.unwrap_or_default()),
+            &s,
+            &mut failures,
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -277,7 +285,11 @@ fn real_snapshots_behave_as_recorded() {
         let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
-        check(&format!("real-{}", stem.unwrap_or_default()), &s, &mut failures);
+        check(
+            &format!("real-{}", stem.unwrap_or_default()),
+            &s,
+            &mut failures,
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
