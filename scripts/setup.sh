@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what memlens needs when it is missing: the wasm32 target, trunk, the wasm-bindgen CLI
-# matching Cargo.lock, Debian's chromium and the browser tests' node packages. Idempotent.
+# matching Cargo.lock, rustfmt and clippy, Debian's chromium and firefox-esr and the browser tests'
+# node packages. Idempotent.
 # Usage: scripts/setup.sh [--no-browser]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,12 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   log "adding rust target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
 fi
+for c in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^$c"; then
+    log "adding rust component $c"
+    rustup component add "$c"
+  fi
+done
 if ! command -v trunk >/dev/null || ! trunk --version | grep -q "0.21.14"; then
   log "installing trunk 0.21.14 (a few minutes)"
   cargo install trunk --version 0.21.14 --locked
@@ -22,10 +29,10 @@ if [ -n "$wb" ]; then
   fi
 fi
 if [ "${1:-}" != "--no-browser" ]; then
-  if [ ! -x /usr/bin/chromium ]; then
-    log "installing chromium (Debian)"
+  if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/firefox-esr ]; then
+    log "installing chromium and firefox-esr (Debian)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+    apt-get update -qq && apt-get install -y -qq chromium firefox-esr >/dev/null
   fi
   if [ -f tests/browser/package.json ] && [ ! -d tests/browser/node_modules/playwright-core ]; then
     log "installing browser test packages"

@@ -16,7 +16,8 @@
 // `cargo build --release -p memlens-cli`: (cd tests/browser && node --test --test-concurrency=1)
 // Env: MEMLENS_BIN, MEMLENS_DIST (default dist/), MEMLENS_SINGLE (default
 // dist-single/memlens.html), CHROMIUM (default /usr/bin/chromium), FIREFOX (default
-// /usr/bin/firefox-esr; its tests are skipped with a notice when it is missing).
+// /usr/bin/firefox-esr; its tests are skipped with a notice when it is missing, and fail under
+// MEMLENS_NO_SKIP=1 as in CI).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,6 +29,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Firefox, FIREFOX } from './firefox-bidi.mjs';
+import { skipOrFail } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -378,8 +380,7 @@ test('memlens serve: 127.0.0.1 with files preloaded; a non-loopback bind is refu
 
 test('firefox: single file by file:// (drop, example) and a report, no network at all', async (t) => {
   if (!fs.existsSync(FIREFOX)) {
-    console.log(`NOTICE: ${FIREFOX} not found (apt-get install firefox-esr); Firefox checks skipped`);
-    t.skip(`${FIREFOX} not found`);
+    skipOrFail(t, `${FIREFOX} not found (apt-get install firefox-esr)`);
     return;
   }
   const ff = await Firefox.launch();

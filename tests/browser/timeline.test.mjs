@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium } from './harness.mjs';
+import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -317,8 +317,7 @@ test('Allocated Memory (incl. Private Pools): pool envelopes with their allocati
 
 test('real snapshot (Wedsonlin 1024): search count, redraw and hover timings', async (t) => {
   if (!fs.existsSync(WEDSONLIN)) {
-    console.log(`NOTICE: ${WEDSONLIN} not found; skipped`);
-    t.skip('no real snapshots');
+    skipOrFail(t, `${WEDSONLIN} not found`);
     return;
   }
   await openFile(WEDSONLIN);
@@ -339,7 +338,7 @@ test('a million allocations: first paint, redraw, hover and search timings', asy
   try {
     execFileSync(MEMLENS, ['synth', '--workload', 'training', '--events', '1000000', '--seed', '1', '-o', file, '-q']);
   } catch {
-    t.skip('memlens synth not available');
+    skipOrFail(t, 'memlens synth not available');
     return;
   }
   memlensLog.length = 0;

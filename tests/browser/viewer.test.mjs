@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium } from './harness.mjs';
+import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -191,8 +191,7 @@ test('built-in example: summary, band click, stack, hash, views', async () => {
 
 test('real snapshots: summary matches `memlens stats --json`', async (t) => {
   if (!fs.existsSync(SNAPS)) {
-    t.skip(`NOTICE: ${SNAPS} not found; real-snapshot checks skipped`);
-    console.log(`NOTICE: ${SNAPS} not found; real-snapshot checks skipped`);
+    skipOrFail(t, `${SNAPS} not found: real-snapshot checks`);
     return;
   }
   const files = fs.readdirSync(SNAPS).filter((f) => f.endsWith('.pickle')).sort();
@@ -255,7 +254,7 @@ function synth(events, file) {
 
 test('large file: progress bar with bytes, and cancel', async (t) => {
   const file = synth(600000, path.join(os.tmpdir(), 'memlens-e2e-cancel.pickle'));
-  if (!file) { t.skip('memlens synth not available'); return; }
+  if (!file) { skipOrFail(t, 'memlens synth not available'); return; }
   const before = await page.getAttribute('#memlens', 'data-file');
   await page.setInputFiles('[data-testid=file-input]', file);
   await page.waitForSelector('[data-testid=progress]');
@@ -274,7 +273,7 @@ test('large file: progress bar with bytes, and cancel', async (t) => {
 
 test('large file: time to first paint', async (t) => {
   const file = synth(1000000, path.join(os.tmpdir(), 'memlens-e2e-1m.pickle'));
-  if (!file) { t.skip('memlens synth not available'); return; }
+  if (!file) { skipOrFail(t, 'memlens synth not available'); return; }
   await page.setInputFiles('[data-testid=file-input]', file);
   await waitShown(path.basename(file), 120000);
   const ms = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
