@@ -11,10 +11,11 @@
 //! state the opcode loop would leave. A test decodes every fixture and real snapshot both ways
 //! and compares.
 
-use super::{
-    le_i64, push_val, Fresh, PickleMachine, MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS,
-    MEMO_TAG_MASK,
-};
+use super::fresh::Fresh;
+use super::memo::{MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS, MEMO_TAG_MASK};
+use super::scalars::le_i64;
+use super::stack::push_val;
+use super::PickleMachine;
 use crate::error::DecodeError;
 use crate::raw::strings::StrId;
 use crate::raw::value::{Node, NodeId, RowId, Val};
@@ -331,7 +332,7 @@ impl PickleMachine {
         })
     }
 
-    /// GET of `key` as a value (what the opcode loop's `get!` pushes).
+    /// GET of `key` as a value (what the opcode loop's `push_memo` pushes).
     fn get_val(&mut self, key: u64, at: u64) -> Result<Val, DecodeError> {
         let x = self.memo.slot(key);
         let id = x >> MEMO_TAG_BITS;

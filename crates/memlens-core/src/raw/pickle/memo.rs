@@ -1,0 +1,125 @@
+//! The memo's storage: 4 bytes a key, with the common handles (rows, nodes, strings, stacks)
+//! inline under a 3-bit tag. The opcodes that put and get are in `memo_ops`.
+
+use crate::model::StackId;
+use crate::raw::strings::StrId;
+use crate::raw::value::{NodeId, RowId, Val};
+use rustc_hash::FxHashMap;
+
+/// The dense memo (keys `0..len`), 4 bytes a value: a real snapshot memoizes every trace
+/// entry, so a 16-byte [`Val`] per key was a fifth of the memory a decode touches. A row, node,
+/// string or stack id below 2^29 is held inline with a 3-bit tag; anything else (scalars, which
+/// pickle never memoizes itself, and huge ids) goes to `wide`, named by its index, or past
+/// 2^29 - 1 wide values (not possible below a 512 MiB file) to `overflow` by key. A stack
+/// slot is a `frames` list whose node was given back (see [`PickleMachine::drop_frames_list`]).
+#[derive(Default)]
+pub(super) struct Memo {
+    pub slots: Vec<u32>,
+    wide: Vec<Val>,
+    overflow: FxHashMap<u64, Val>,
+}
+
+pub(super) const MEMO_ROW: u32 = 0;
+pub(super) const MEMO_NODE: u32 = 1;
+pub(super) const MEMO_STR: u32 = 2;
+pub(super) const MEMO_STACK: u32 = 3;
+pub(super) const MEMO_WIDE: u32 = 4;
+/// A stack slot whose list was already brought back once (the next GET keeps the node).
+pub(super) const MEMO_STACK_AGAIN: u32 = 5;
+pub(super) const MEMO_TAG_BITS: u32 = 3;
+pub(super) const MEMO_TAG_MASK: u32 = (1 << MEMO_TAG_BITS) - 1;
+pub(super) const MEMO_INLINE_MAX: u32 = 1 << (32 - MEMO_TAG_BITS);
+pub(super) const MEMO_OVERFLOW: u32 = (MEMO_INLINE_MAX - 1) << MEMO_TAG_BITS | MEMO_WIDE;
+
+impl Memo {
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    #[inline]
+    fn encode(&mut self, key: u64, v: Val) -> u32 {
+        let (tag, id) = match v {
+            Val::Row(r) => (MEMO_ROW, r.0),
+            Val::Node(n) => (MEMO_NODE, n.0),
+            Val::Str(s) => (MEMO_STR, s.0),
+            _ => (MEMO_WIDE, MEMO_INLINE_MAX),
+        };
+        if id < MEMO_INLINE_MAX {
+            return id << MEMO_TAG_BITS | tag;
+        }
+        self.encode_wide(key, v)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn encode_wide(&mut self, key: u64, v: Val) -> u32 {
+        let i = self.wide.len() as u32;
+        if i < MEMO_INLINE_MAX - 1 {
+            self.wide.push(v);
+            i << MEMO_TAG_BITS | MEMO_WIDE
+        } else {
+            self.overflow.insert(key, v);
+            MEMO_OVERFLOW
+        }
+    }
+
+    /// The raw slot of `key` (`MEMO_WIDE` where there is none: the slow path then looks).
+    #[inline(always)]
+    pub(super) fn slot(&self, key: u64) -> u32 {
+        self.slots.get(key as usize).copied().unwrap_or(MEMO_WIDE)
+    }
+
+    /// The value of `key`; a stack slot is `Err((stack id, given back before))`.
+    pub(super) fn get(&self, key: u64) -> Option<Result<Val, (StackId, bool)>> {
+        let x = *self.slots.get(key as usize)?;
+        let id = x >> MEMO_TAG_BITS;
+        Some(Ok(match x & MEMO_TAG_MASK {
+            MEMO_STR => Val::Str(StrId(id)),
+            MEMO_NODE => Val::Node(NodeId(id)),
+            MEMO_ROW => Val::Row(RowId(id)),
+            MEMO_STACK => return Some(Err((StackId(id), false))),
+            MEMO_STACK_AGAIN => return Some(Err((StackId(id), true))),
+            _ if x == MEMO_OVERFLOW => return self.overflow.get(&key).copied().map(Ok),
+            _ => return self.wide.get(id as usize).copied().map(Ok),
+        }))
+    }
+
+    /// Whether `key` holds node `id` (the raw slot compared, where the id is inline).
+    #[inline]
+    pub(super) fn holds_node(&self, key: u64, id: u32) -> bool {
+        if id < MEMO_INLINE_MAX {
+            self.slots.get(key as usize) == Some(&(id << MEMO_TAG_BITS | MEMO_NODE))
+        } else {
+            self.get(key) == Some(Ok(Val::Node(NodeId(id))))
+        }
+    }
+
+    /// Makes existing key `key` a stack slot; `false` where the id does not fit inline.
+    pub(super) fn set_stack(&mut self, key: u64, s: StackId, again: bool) -> bool {
+        let tag = if again { MEMO_STACK_AGAIN } else { MEMO_STACK };
+        match self.slots.get_mut(key as usize) {
+            Some(slot) if s.0 < MEMO_INLINE_MAX => {
+                *slot = s.0 << MEMO_TAG_BITS | tag;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets an existing key (`key < len`).
+    #[inline]
+    pub(super) fn set(&mut self, key: u64, v: Val) {
+        let x = self.encode(key, v);
+        if let Some(slot) = self.slots.get_mut(key as usize) {
+            *slot = x;
+        }
+    }
+
+    /// Sets key `len`.
+    #[inline]
+    pub(super) fn push(&mut self, v: Val) {
+        let x = self.encode(self.slots.len() as u64, v);
+        self.slots.push(x);
+    }
+}
