@@ -234,14 +234,6 @@ fn number_versions(allocations: &mut [Allocation]) {
 }
 
 impl Replay {
-    /// The allocation each `free_completed` event closes (matched or unmatched), by event.
-    pub fn freed_by_event(&self) -> FxHashMap<EventIdx, &Allocation> {
-        self.allocations
-            .iter()
-            .filter_map(|a| Some((a.free_event?, a)))
-            .collect()
-    }
-
     /// Address → alloc event of the address's latest traced allocation, where that one is still
     /// open after the last event (an earlier one left open by a realloc does not count).
     pub fn open_at_end(&self) -> FxHashMap<u64, EventIdx> {
