@@ -14,12 +14,21 @@
 //! - An `alloc` at an address that is already open leaves the earlier allocation open to the end
 //!   (its free was never recorded), as upstream does; [`Replay::realloc_without_free`] counts them.
 //!
+//! - An allocation's *version* counts the allocations at its address before it, in the order of
+//!   [`Replay::allocations`] (upstream's version numbers; the timeline draws `addr_version`).
+//!
+//! An *event index* ([`EventIdx`]) is a 0-based index into one device's trace entries (the `i`th
+//! entry of [`Snapshot::device_rows`]); everything below counts events that way.
+//!
 //! Sizes are requested (unrounded) bytes, as `alloc`/`free_completed` record them, so the live
 //! sum at every event equals the timeline of [`crate::device_stats`] whenever the trace agrees
 //! with the final segment state.
 
 use crate::model::{Action, Snapshot, StackId};
 use rustc_hash::FxHashMap;
+
+/// Index of an event: 0-based, into one device's trace entries (see the module docs).
+pub type EventIdx = u32;
 
 /// Where an allocation's lifetime comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,17 +45,19 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
     pub addr: u64,
+    /// Allocations at `addr` before this one, in [`Replay::allocations`] order.
+    pub version: u32,
     /// Requested (unrounded) bytes.
     pub size_bytes: u64,
     pub stream: u64,
     /// Allocation site (for [`Origin::UnmatchedFree`]: the free site).
     pub stack: StackId,
     /// Event of the `alloc`; `None`: alive before the first event.
-    pub alloc_event: Option<u32>,
+    pub alloc_event: Option<EventIdx>,
     /// Event of the `free_requested` that preceded the free, if recorded.
-    pub free_requested_event: Option<u32>,
+    pub free_requested_event: Option<EventIdx>,
     /// Event of the `free_completed`; `None`: still alive after the last event.
-    pub free_event: Option<u32>,
+    pub free_event: Option<EventIdx>,
     pub origin: Origin,
 }
 
@@ -132,6 +143,7 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
                 let idx = out.allocations.len();
                 out.allocations.push(Allocation {
                     addr,
+                    version: 0,
                     size_bytes: size,
                     stream,
                     stack,
@@ -164,6 +176,7 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
                         };
                         out.allocations.push(Allocation {
                             addr,
+                            version: 0,
                             size_bytes: size,
                             stream,
                             stack,
@@ -187,6 +200,7 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
             if b.state.is_active() && !open.contains_key(&b.address) {
                 out.allocations.push(Allocation {
                     addr: b.address,
+                    version: 0,
                     size_bytes: b.requested_size_bytes,
                     stream: seg.stream,
                     stack: b.stack,
@@ -205,7 +219,38 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
         .count();
     let matched = open.keys().filter(|a| active.contains(a)).count();
     out.open_not_in_segments = open_traced.saturating_sub(matched) as u64;
+    number_versions(&mut out.allocations);
     out
+}
+
+/// Sets each allocation's version: how many allocations at its address come before it.
+fn number_versions(allocations: &mut [Allocation]) {
+    let mut next: FxHashMap<u64, u32> = FxHashMap::default();
+    for a in allocations {
+        let v = next.entry(a.addr).or_insert(0);
+        a.version = *v;
+        *v += 1;
+    }
+}
+
+impl Replay {
+    /// Address → alloc event of the address's latest traced allocation, where that one is still
+    /// open after the last event (an earlier one left open by a realloc does not count).
+    pub fn open_at_end(&self) -> FxHashMap<u64, EventIdx> {
+        let mut out = FxHashMap::default();
+        for a in &self.allocations {
+            match (a.origin, a.alloc_event, a.free_event) {
+                (Origin::Traced, Some(e), None) => {
+                    out.insert(a.addr, e);
+                }
+                (Origin::Traced, Some(_), Some(_)) => {
+                    out.remove(&a.addr);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -744,15 +744,12 @@ fn pair_active(
         stack: a.stack.0,
         pool,
     };
-    // In allocation order: versions per address and pools (numbered in order of appearance);
-    // the allocations from before the trace, which sit at the bottom, are set aside.
-    let mut versions: FxHashMap<u64, u32> = FxHashMap::default();
+    // In allocation order: pools (numbered in order of appearance); the allocations from before
+    // the trace, which sit at the bottom, are set aside.
     let mut version_pool: Vec<(u32, u32)> = Vec::with_capacity(rp.allocations.len());
     let (mut before, mut ghosts) = (Vec::new(), Vec::new());
     for a in &rp.allocations {
-        let v = versions.entry(a.addr).or_insert(0);
-        let version = *v;
-        *v += 1;
+        let version = a.version;
         let pool = pools.index(res.pool_of(a.addr, a.alloc_event.or(a.free_event)));
         version_pool.push((version, pool));
         match origin_of(a) {

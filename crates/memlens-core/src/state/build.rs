@@ -143,53 +143,37 @@ pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
     }
     let n = ops.kind.len();
 
-    // Pre-pass: pair each free_completed with its alloc (by address, in order) to know the
-    // allocation's stack, alloc event and whether a free_requested came first.
+    // Pre-pass: each free_completed learns its allocation from the shared [`crate::replay`]:
+    // the allocation's stack, alloc event and whether a free_requested came first.
     // Without any free_requested (`skip_actions`), blocks stay allocated until free_completed;
     // with them, a free_completed whose request is not in the trace was requested before it.
     let has_requests = actions.contains(&Action::FreeRequested);
-    let mut open: FxHashMap<u64, (u32, bool)> = FxHashMap::default();
-    let mut lone_request: FxHashMap<u64, u32> = FxHashMap::default();
+    let replay = crate::replay::replay_device(s, device);
+    for a in &replay.allocations {
+        let Some(free) = a.free_event else { continue };
+        let free = free as usize;
+        if free >= n {
+            continue;
+        }
+        let pending = match a.alloc_event {
+            Some(_) => a.free_requested_event.is_some(),
+            None => a.free_requested_event.is_some() || has_requests,
+        };
+        set(&mut ops.link, free, a.alloc_event.unwrap_or(NO_EVENT));
+        if pending {
+            set(&mut ops.flags, free, Ops::PENDING);
+        }
+        set(&mut ops.stack, free, a.stack);
+    }
+    // Segments: segment_free takes the stack of its segment_alloc (paired by address).
     let mut open_segment: FxHashMap<u64, u32> = FxHashMap::default();
     for i in 0..n {
         let (Some(&a), Some(&addr)) = (actions.get(i), ops.addr.get(i)) else {
             continue;
         };
-        let ev = i as u32;
         match a {
-            Action::Alloc => {
-                open.insert(addr, (ev, false));
-                lone_request.remove(&addr);
-            }
-            Action::FreeRequested => match open.get_mut(&addr) {
-                Some(o) => o.1 = true,
-                None => {
-                    lone_request.insert(addr, ev);
-                }
-            },
-            Action::FreeCompleted => {
-                let (link, pending, stack_from) = match open.remove(&addr) {
-                    Some((k, req)) => (k, req, Some(k)),
-                    None => {
-                        let req = lone_request.remove(&addr);
-                        let own_empty = stacks.get(i).is_none_or(|&st| st == StackId::EMPTY);
-                        (
-                            NO_EVENT,
-                            req.is_some() || has_requests,
-                            if own_empty { req } else { None },
-                        )
-                    }
-                };
-                set(&mut ops.link, i, link);
-                if pending {
-                    set(&mut ops.flags, i, Ops::PENDING);
-                }
-                if let Some(st) = stack_from.and_then(|k| stacks.get(k as usize)) {
-                    set(&mut ops.stack, i, *st);
-                }
-            }
             Action::SegmentAlloc => {
-                open_segment.insert(addr, ev);
+                open_segment.insert(addr, i as u32);
             }
             Action::SegmentFree => {
                 if let Some(k) = open_segment.remove(&addr) {
@@ -201,7 +185,7 @@ pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
             _ => {}
         }
     }
-    let final_alloc: FxHashMap<u64, u32> = open.into_iter().map(|(a, (k, _))| (a, k)).collect();
+    let final_alloc = replay.open_at_end();
 
     let mut b = Builder {
         ops,
