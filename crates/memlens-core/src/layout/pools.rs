@@ -18,9 +18,9 @@
 //! An envelope's height changes over time while elements have one size, so an envelope is a
 //! chain of elements ([`Origin::PoolEnvelope`]), one per stretch of constant height.
 
-use super::timeline::{
-    piece_tolerance, Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET,
-};
+use super::elements::{Elements, Origin, Tmp, NO_POOL, NO_ROW};
+use super::stacking::Stacked;
+use super::tolerance::{piece_tolerance, PIECE_BUDGET};
 use crate::model::{Action, EntryExtra, Snapshot};
 use rustc_hash::FxHashMap;
 
@@ -508,5 +508,12 @@ pub(super) fn stack_allocated(
             "the stacked layout needs more than {PIECE_BUDGET} pieces; bands stop sliding after that point"
         ));
     }
-    (out, (start, t0, y0, total, warnings))
+    let stacked = Stacked {
+        piece_start: start,
+        piece_t0: t0,
+        piece_y0: y0,
+        total_bytes: total,
+        warnings,
+    };
+    (out, stacked)
 }
