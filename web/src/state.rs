@@ -6,7 +6,6 @@
 use crate::protocol::FileInfo;
 use crate::state_data::{element_of_event, EventColumns, Shared, StateFrame};
 use memlens_core::layout::context::ElementContext;
-use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -594,13 +593,11 @@ impl Reducible for AppState {
                         let el = from_key.and_then(|k| s.layouts.get(&k)).zip(s.selected);
                         if let Some((l, e)) = el {
                             let el = &l.0.elements;
-                            let (a, f) = (
-                                el.alloc_row.get(e as usize).copied(),
-                                el.free_row.get(e as usize).copied(),
-                            );
+                            let (a, f) =
+                                (el.alloc_row.get(e as usize), el.free_row.get(e as usize));
                             match (a, f) {
-                                (Some(a), _) if a != NO_ROW => s.event = Some(a),
-                                (_, Some(f)) if f != NO_ROW => s.event = f.checked_sub(1),
+                                (Some(a), _) => s.event = Some(a),
+                                (_, Some(f)) => s.event = f.checked_sub(1),
                                 _ => {}
                             }
                         }

@@ -1,6 +1,8 @@
 //! A timeline's elements (allocations, or segment ranges) as parallel columns in stack order,
 //! where each comes from ([`Origin`]), and the row form the pairing and stacking build them in.
 
+use crate::columns::OptU32Column;
+use crate::model::StackId;
 use serde::{Deserialize, Serialize};
 
 /// Where an element comes from.
@@ -36,9 +38,6 @@ impl Origin {
     }
 }
 
-/// Row value meaning "no such trace entry".
-pub const NO_ROW: u32 = u32::MAX;
-
 /// Elements (allocations, or segment ranges) as parallel columns, in stack order: elements alive
 /// before the trace first, then by the event that allocated them. `start_x` is non-decreasing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,22 +48,19 @@ pub struct Elements {
     pub version: Vec<u32>,
     pub start_x: Vec<u32>,
     pub end_x: Vec<u32>,
-    /// Device-local index of the alloc entry ([`NO_ROW`] if none).
-    pub alloc_row: Vec<u32>,
-    /// Device-local index of the free entry ([`NO_ROW`] if never freed).
-    pub free_row: Vec<u32>,
+    /// Device-local index of the alloc entry (`None`: not in the trace).
+    pub alloc_row: OptU32Column,
+    /// Device-local index of the free entry (`None`: never freed in the trace).
+    pub free_row: OptU32Column,
     pub stream: Vec<u64>,
     /// [`Origin`] as `u8`.
     pub origin: Vec<u8>,
-    /// `StackId.0` of the frames shown for the element.
-    pub stack: Vec<u32>,
-    /// Index into [`TimelineLayout::pools`] of the element's `segment_pool_id` ([`NO_POOL`]:
+    /// The frames shown for the element.
+    pub stack: Vec<StackId>,
+    /// Index into [`TimelineLayout::pools`] of the element's `segment_pool_id` (`None`:
     /// not known, e.g. its segment was freed before the snapshot and its entry carries none).
-    pub pool: Vec<u32>,
+    pub pool: OptU32Column,
 }
-
-/// Pool value meaning "pool not known".
-pub const NO_POOL: u32 = u32::MAX;
 
 impl Elements {
     pub fn len(&self) -> usize {
@@ -99,12 +95,12 @@ impl Elements {
             version: Vec::with_capacity(n),
             start_x: Vec::with_capacity(n),
             end_x: Vec::with_capacity(n),
-            alloc_row: Vec::with_capacity(n),
-            free_row: Vec::with_capacity(n),
+            alloc_row: OptU32Column::with_capacity(n),
+            free_row: OptU32Column::with_capacity(n),
             stream: Vec::with_capacity(n),
             origin: Vec::with_capacity(n),
             stack: Vec::with_capacity(n),
-            pool: Vec::with_capacity(n),
+            pool: OptU32Column::with_capacity(n),
         }
     }
 
@@ -130,16 +126,17 @@ impl Elements {
             version: *self.version.get(e)?,
             start_x: *self.start_x.get(e)?,
             end_x: *self.end_x.get(e)?,
-            alloc_row: *self.alloc_row.get(e)?,
-            free_row: *self.free_row.get(e)?,
+            alloc_row: self.alloc_row.get(e),
+            free_row: self.free_row.get(e),
             stream: *self.stream.get(e)?,
             origin: Origin::from_u8(*self.origin.get(e)?),
             stack: *self.stack.get(e)?,
-            pool: *self.pool.get(e)?,
+            pool: self.pool.get(e),
         })
     }
 }
 
+/// One element as a row, while the pairing and the stackings build the columns.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Tmp {
     pub(super) size: u64,
@@ -147,10 +144,10 @@ pub(super) struct Tmp {
     pub(super) version: u32,
     pub(super) start_x: u32,
     pub(super) end_x: u32,
-    pub(super) alloc_row: u32,
-    pub(super) free_row: u32,
+    pub(super) alloc_row: Option<u32>,
+    pub(super) free_row: Option<u32>,
     pub(super) stream: u64,
     pub(super) origin: Origin,
-    pub(super) stack: u32,
-    pub(super) pool: u32,
+    pub(super) stack: StackId,
+    pub(super) pool: Option<u32>,
 }

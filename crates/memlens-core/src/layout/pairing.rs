@@ -2,8 +2,8 @@
 //! [`crate::replay`], and the Segments view's ranges (`segment_alloc`/`segment_free` by
 //! address, `segment_map`/`segment_unmap` ranges of expandable segments), in stack order.
 
-use super::elements::{Elements, Origin, Tmp, NO_ROW};
-use crate::model::{Action, Snapshot};
+use super::elements::{Elements, Origin, Tmp};
+use crate::model::{Action, Snapshot, StackId};
 use rustc_hash::FxHashMap;
 
 /// Allocations from the shared [`crate::replay`] (alloc paired with `free_completed` by address,
@@ -21,23 +21,23 @@ pub(super) fn pair_active(
         crate::replay::Origin::UnmatchedFree => Origin::FreedUntraced,
         crate::replay::Origin::Untraced => Origin::Ghost,
     };
-    let tmp_of = |a: &crate::replay::Allocation, version: u32, pool: u32| Tmp {
+    let tmp_of = |a: &crate::replay::Allocation, version: u32, pool: Option<u32>| Tmp {
         size: a.size_bytes,
         addr: a.addr,
         version,
         start_x: a.alloc_event.map(|i| i + 1).unwrap_or(0),
         end_x: a.free_event.map(|i| i + 1).unwrap_or(n + 1),
-        alloc_row: a.alloc_event.unwrap_or(NO_ROW),
-        free_row: a.free_event.unwrap_or(NO_ROW),
+        alloc_row: a.alloc_event,
+        free_row: a.free_event,
         stream: a.stream,
         origin: origin_of(a),
-        stack: a.stack.0,
+        stack: a.stack,
         pool,
     };
     // In allocation order: versions per address and pools (numbered in order of appearance);
     // the allocations from before the trace, which sit at the bottom, are set aside.
     let mut versions: FxHashMap<u64, u32> = FxHashMap::default();
-    let mut version_pool: Vec<(u32, u32)> = Vec::with_capacity(rp.allocations.len());
+    let mut version_pool: Vec<(u32, Option<u32>)> = Vec::with_capacity(rp.allocations.len());
     let (mut before, mut ghosts) = (Vec::new(), Vec::new());
     for a in &rp.allocations {
         let v = versions.entry(a.addr).or_insert(0);
@@ -111,7 +111,7 @@ pub(super) fn pair_segments(
         };
         let i = i as u32;
         let stream = streams.at(r).unwrap_or(0);
-        let stack = t.stack.get(r).map(|s| s.0).unwrap_or(0);
+        let stack = t.stack.get(r).copied().unwrap_or(StackId::EMPTY);
         let end = addr.saturating_add(size);
         let pool = pools.index(res.pool_of(addr, Some(i)));
         match action {
@@ -125,8 +125,8 @@ pub(super) fn pair_segments(
                     version,
                     start_x: i + 1,
                     end_x: n + 1,
-                    alloc_row: i,
-                    free_row: NO_ROW,
+                    alloc_row: Some(i),
+                    free_row: None,
                     stream,
                     origin: Origin::Traced,
                     stack,
@@ -149,7 +149,7 @@ pub(super) fn pair_segments(
                         continue;
                     };
                     old.end_x = i + 1;
-                    old.free_row = i;
+                    old.free_row = Some(i);
                     let old = *old;
                     for (rs, re) in [(s, addr.min(e_end)), (end.max(s), e_end)] {
                         if re > rs {
@@ -161,7 +161,7 @@ pub(super) fn pair_segments(
                                 start_x: i + 1,
                                 end_x: n + 1,
                                 alloc_row: old.alloc_row,
-                                free_row: NO_ROW,
+                                free_row: None,
                                 stream: old.stream,
                                 origin: Origin::Remainder,
                                 stack: old.stack,
@@ -179,8 +179,8 @@ pub(super) fn pair_segments(
                         version: 0,
                         start_x: 0,
                         end_x: i + 1,
-                        alloc_row: NO_ROW,
-                        free_row: i,
+                        alloc_row: None,
+                        free_row: Some(i),
                         stream,
                         origin: Origin::FreedUntraced,
                         stack,
@@ -211,11 +211,11 @@ pub(super) fn pair_segments(
                 version: *versions.get(&seg.address).unwrap_or(&0),
                 start_x: 0,
                 end_x: n + 1,
-                alloc_row: NO_ROW,
-                free_row: NO_ROW,
+                alloc_row: None,
+                free_row: None,
                 stream: seg.stream,
                 origin: Origin::Ghost,
-                stack: seg.stack.0,
+                stack: seg.stack,
                 pool: pools.index(Some(seg.pool_id)),
             });
         }
