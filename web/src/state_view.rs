@@ -38,7 +38,7 @@ fn wanted_key(state: &AppState) -> Option<StateKey> {
         return None;
     }
     let k = state.element_key()?;
-    Some((k.0, k.1, Some(state.event.unwrap_or(u32::MAX))))
+    Some((k.file, k.device, Some(state.event.unwrap_or(u32::MAX))))
 }
 
 /// Asks the worker for what the Allocator State History needs: the Active layout (for the
@@ -81,7 +81,7 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
     let Some(key) = state.element_key() else {
         return html! { <p class="muted">{ "No device to show." }</p> };
     };
-    let (file, device) = (key.0, key.1);
+    let (file, device) = (key.file, key.device);
     let events = state.current_events().cloned();
     let frame = state
         .state_frame
