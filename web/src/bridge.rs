@@ -169,7 +169,11 @@ impl Replies {
                 // The worker sends the default layout unasked (unless the page opened on the
                 // state view, which asks for it).
                 if let Some(dev) = info.default_device.filter(|_| info.layout_follows) {
-                    let key = (*id, dev, memlens_core::layout::TimelineKind::Active);
+                    let key = LayoutKey {
+                        file: *id,
+                        device: dev,
+                        kind: memlens_core::layout::TimelineKind::Active,
+                    };
                     self.requested.borrow_mut().insert(key);
                 }
             }
@@ -341,9 +345,9 @@ impl Bridge {
         if self.requested.borrow_mut().insert(key) {
             self.send(
                 &ToWorker::Layout {
-                    id: key.0,
-                    device: key.1,
-                    kind: key.2,
+                    id: key.file,
+                    device: key.device,
+                    kind: key.kind,
                 },
                 &[],
             );
@@ -380,9 +384,9 @@ impl Bridge {
     pub fn request_context(&self, key: LayoutKey, elem: u32, full: bool) {
         self.send(
             &ToWorker::Context {
-                id: key.0,
-                device: key.1,
-                kind: key.2,
+                id: key.file,
+                device: key.device,
+                kind: key.kind,
                 elem,
                 full,
             },

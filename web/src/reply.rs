@@ -97,7 +97,11 @@ impl Reply {
                             .into(),
                         );
                         Reply::Layout {
-                            key: (id, device, kind),
+                            key: LayoutKey {
+                                file: id,
+                                device,
+                                kind,
+                            },
                             layout,
                         }
                     }
@@ -115,7 +119,11 @@ impl Reply {
                 full,
                 ctx,
             } => Reply::Context {
-                key: (id, device, kind),
+                key: LayoutKey {
+                    file: id,
+                    device,
+                    kind,
+                },
                 elem,
                 full,
                 ctx,
@@ -172,7 +180,11 @@ impl Reply {
                     .flatten()
                     .map(|h| h.value.bits);
                 Reply::Search {
-                    key: (id, device, kind),
+                    key: LayoutKey {
+                        file: id,
+                        device,
+                        kind,
+                    },
                     seq,
                     count,
                     error,

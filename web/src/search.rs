@@ -24,9 +24,9 @@ pub fn use_search_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc
         if let (Some(b), Some(k), true) = (&bridge, key, *have) {
             if !text.0.trim().is_empty() || !text.1.trim().is_empty() {
                 b.send_search(&ToWorker::Search {
-                    id: k.0,
-                    device: k.1,
-                    kind: k.2,
+                    id: k.file,
+                    device: k.device,
+                    kind: k.kind,
                     seq: *seq,
                     address: text.0.clone(),
                     frame: text.1.clone(),

@@ -6,7 +6,6 @@
 use crate::protocol::FileInfo;
 use crate::state_data::{element_of_event, EventColumns, Shared, StateFrame};
 use memlens_core::layout::context::ElementContext;
-use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -164,8 +163,14 @@ pub struct FileEntry {
     pub exact_paint_ms: Option<f64>,
 }
 
-/// Identifies a layout: (file id, device, kind).
-pub type LayoutKey = (u32, u32, TimelineKind);
+/// Identifies a layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LayoutKey {
+    /// File id.
+    pub file: u32,
+    pub device: u32,
+    pub kind: TimelineKind,
+}
 
 /// A layout shared with the canvas; compared by identity.
 #[derive(Debug, Clone)]
@@ -330,7 +335,11 @@ impl AppState {
     pub fn layout_key(&self) -> Option<LayoutKey> {
         let info = self.current_info()?;
         let device = self.device.or(info.default_device)?;
-        Some((self.current?, device, self.view().kind()?))
+        Some(LayoutKey {
+            file: self.current?,
+            device,
+            kind: self.view().kind()?,
+        })
     }
 
     pub fn current_layout(&self) -> Option<&SharedLayout> {
@@ -345,7 +354,11 @@ impl AppState {
         }
         let info = self.current_info()?;
         let device = self.device.or(info.default_device)?;
-        Some((self.current?, device, TimelineKind::Active))
+        Some(LayoutKey {
+            file: self.current?,
+            device,
+            kind: TimelineKind::Active,
+        })
     }
 
     /// The state view's list columns for the current file and device, if they arrived.
@@ -360,7 +373,7 @@ impl AppState {
         self.event = Some(i);
         let layout = self
             .element_key()
-            .filter(|k| k.2 == TimelineKind::Active)
+            .filter(|k| k.kind == TimelineKind::Active)
             .and_then(|k| self.layouts.get(&k));
         let el = match (layout, self.current_events()) {
             (Some(l), Some(ev)) => element_of_event(&l.0, ev, i),
@@ -528,7 +541,7 @@ impl Reducible for AppState {
             }
             Action::Cancelled { id } => {
                 s.files.retain(|f| f.id != id);
-                s.layouts.retain(|k, _| k.0 != id);
+                s.layouts.retain(|k, _| k.file != id);
                 if s.current == Some(id) {
                     s.current = s.last_ready();
                     s.reset_view_of_file();
@@ -594,13 +607,11 @@ impl Reducible for AppState {
                         let el = from_key.and_then(|k| s.layouts.get(&k)).zip(s.selected);
                         if let Some((l, e)) = el {
                             let el = &l.0.elements;
-                            let (a, f) = (
-                                el.alloc_row.get(e as usize).copied(),
-                                el.free_row.get(e as usize).copied(),
-                            );
+                            let (a, f) =
+                                (el.alloc_row.get(e as usize), el.free_row.get(e as usize));
                             match (a, f) {
-                                (Some(a), _) if a != NO_ROW => s.event = Some(a),
-                                (_, Some(f)) if f != NO_ROW => s.event = f.checked_sub(1),
+                                (Some(a), _) => s.event = Some(a),
+                                (_, Some(f)) => s.event = f.checked_sub(1),
                                 _ => {}
                             }
                         }
@@ -638,7 +649,9 @@ impl Reducible for AppState {
                 let at = s
                     .state_frame
                     .as_ref()
-                    .filter(|f| Some((f.file, f.device)) == s.element_key().map(|k| (k.0, k.1)))
+                    .filter(|f| {
+                        Some((f.file, f.device)) == s.element_key().map(|k| (k.file, k.device))
+                    })
                     .map(|f| f.event);
                 let el = match (layout, at) {
                     (Some(l), Some(at)) => crate::state_data::element_at(&l.0, addr, at, false),

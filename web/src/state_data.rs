@@ -6,7 +6,6 @@
 
 use crate::protocol::{OomEvent, StateEventsMeta};
 use memlens_core::layout::axis::format_bytes;
-use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::layout::TimelineLayout;
 use memlens_core::model::{Action, BlockState, TIME_NONE};
 use memlens_core::state::{State, StateColumns, StateNumbers};
@@ -353,10 +352,13 @@ fn addr_order(layout: &Rc<TimelineLayout>) -> Rc<Vec<u32>> {
         }
         let el = &layout.elements;
         let mut order: Vec<u32> = (0..el.len() as u32).collect();
+        // By address, then alloc entry (elements from before the trace last).
         order.sort_by_key(|&e| {
+            let a = el.alloc_row.get(e as usize);
             (
                 el.addr.get(e as usize).copied().unwrap_or(0),
-                el.alloc_row.get(e as usize).copied().unwrap_or(NO_ROW),
+                a.is_none(),
+                a,
             )
         });
         let order = Rc::new(order);
@@ -387,13 +389,13 @@ pub fn element_at(
         .take_while(|&&e| addr_of(e) == addr)
         .copied()
         .find(|&e| {
-            let a = el.alloc_row.get(e as usize).copied().unwrap_or(NO_ROW);
-            let f = el.free_row.get(e as usize).copied().unwrap_or(NO_ROW);
+            let a = el.alloc_row.get(e as usize);
+            let f = el.free_row.get(e as usize);
             match event {
-                None => a == NO_ROW,
+                None => a.is_none(),
                 Some(i) => {
-                    let born = a == NO_ROW || a <= i;
-                    let alive = f == NO_ROW || if touch { f >= i } else { f > i };
+                    let born = a.is_none_or(|a| a <= i);
+                    let alive = f.is_none_or(|f| if touch { f >= i } else { f > i });
                     born && alive
                 }
             }

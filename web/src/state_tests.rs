@@ -186,7 +186,11 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
             if ev.action(i) == Action::Alloc {
                 let e = element_of_event(&layout, &ev, i as u32);
                 let e = e.unwrap_or_else(|| panic!("{name}: alloc {i} has no element"));
-                assert_eq!(el.alloc_row[e as usize], i as u32, "{name}: alloc {i}");
+                assert_eq!(
+                    el.alloc_row.get(e as usize),
+                    Some(i as u32),
+                    "{name}: alloc {i}"
+                );
                 assert_eq!(el.addr[e as usize], ev.addr[i]);
             }
         }
@@ -223,9 +227,10 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
                 };
                 assert_eq!(el.addr[e as usize], f.columns.block_address[b]);
                 let ae = f.columns.block_alloc_event[b];
-                if ae != NO_ROW {
+                if ae != u32::MAX {
                     assert_eq!(
-                        el.alloc_row[e as usize], ae,
+                        el.alloc_row.get(e as usize),
+                        Some(ae),
                         "{name}: element of block {:#x}",
                         f.columns.block_address[b]
                     );

@@ -12,7 +12,6 @@ use crate::state::{Action, AppState, View};
 use crate::state_canvas::{self, Hit, MapGeometry, Marks, Transform};
 use crate::state_data::{format_size, EventColumns, Shared, StateFrame};
 use memlens_core::layout::axis::format_bytes;
-use memlens_core::layout::timeline::NO_ROW;
 use memlens_core::model::{Action as TraceAction, BlockState};
 use memlens_core::state::{OomNumbers, StateNumbers};
 use std::cell::Cell;
@@ -39,7 +38,7 @@ fn wanted_key(state: &AppState) -> Option<StateKey> {
         return None;
     }
     let k = state.element_key()?;
-    Some((k.0, k.1, Some(state.event.unwrap_or(u32::MAX))))
+    Some((k.file, k.device, Some(state.event.unwrap_or(u32::MAX))))
 }
 
 /// Asks the worker for what the Allocator State History needs: the Active layout (for the
@@ -82,7 +81,7 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
     let Some(key) = state.element_key() else {
         return html! { <p class="muted">{ "No device to show." }</p> };
     };
-    let (file, device) = (key.0, key.1);
+    let (file, device) = (key.file, key.device);
     let events = state.current_events().cloned();
     let frame = state
         .state_frame
@@ -91,10 +90,7 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
     let layout = state.layouts.get(&key).cloned();
     let pinned = layout.as_ref().zip(state.selected).and_then(|(l, e)| {
         let el = &l.0.elements;
-        Some((
-            *el.addr.get(e as usize)?,
-            el.alloc_row.get(e as usize).copied().unwrap_or(NO_ROW),
-        ))
+        Some((*el.addr.get(e as usize)?, el.alloc_row.get(e as usize)))
     });
     let peak_reserved = state
         .current_info()
@@ -320,11 +316,11 @@ fn tooltip_text(f: &StateFrame, hit: &Hit) -> String {
                 .block_alloc_event
                 .get(b)
                 .copied()
-                .unwrap_or(NO_ROW);
-            let when = if ev == NO_ROW {
-                "allocated before the trace (or its alloc is not recorded)".to_string()
-            } else {
-                format!("allocated at event {ev}")
+                // `u32::MAX`: not recorded (see `StateColumns::block_alloc_event`).
+                .filter(|&ev| ev != u32::MAX);
+            let when = match ev {
+                Some(ev) => format!("allocated at event {ev}"),
+                None => "allocated before the trace (or its alloc is not recorded)".to_string(),
             };
             let pending = if st == BlockState::ActivePendingFree {
                 " (block freed but waiting due to record_stream)"

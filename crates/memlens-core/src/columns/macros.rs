@@ -6,7 +6,7 @@
 /// ```ignore
 /// impl_columns! {
 ///     Elements {
-///         columns [size_bytes, addr, version];   // Vec<impl Value>: one array each; one table
+///         columns [size_bytes, addr, version];   // Vec<impl Value> or OptU32Column: one array each
 ///         columns [piece_t0, piece_y0];          // another table (lengths checked per table)
 ///         header [markers, warnings];            // serde, in the message header
 ///         nested [elements];                     // a Columns type, packed flat (names unique)
@@ -38,7 +38,7 @@ macro_rules! impl_columns {
                     $($($nest,)+)?
                     $($($skip: _,)+)?
                 } = self;
-                $($( $crate::columns::put(sink, stringify!($col), &$col[..]); )+)*
+                $($( $crate::columns::Field::put_field($col, sink, stringify!($col)); )+)*
                 $($( $crate::columns::ColumnSink::head(sink, stringify!($head), $head); )+)?
                 $($( $crate::columns::Columns::pack($nest, sink); )+)?
             }
@@ -47,12 +47,12 @@ macro_rules! impl_columns {
                 src: &mut impl $crate::columns::ColumnSource,
             ) -> ::core::result::Result<Self, $crate::columns::ColumnError> {
                 let value = $ty {
-                    $($( $col: $crate::columns::take(src, stringify!($col))?, )+)*
+                    $($( $col: $crate::columns::Field::take_field(src, stringify!($col))?, )+)*
                     $($( $head: $crate::columns::ColumnSource::take_head(src, stringify!($head))?, )+)?
                     $($( $nest: $crate::columns::Columns::unpack(src)?, )+)?
                     $($( $skip: ::core::default::Default::default(), )+)?
                 };
-                $( $crate::columns::same_length(&[ $( (stringify!($col), value.$col.len()) ),+ ])?; )*
+                $( $crate::columns::same_length(&[ $( (stringify!($col), $crate::columns::Field::field_len(&value.$col)) ),+ ])?; )*
                 $( $check(&value)?; )?
                 ::core::result::Result::Ok(value)
             }

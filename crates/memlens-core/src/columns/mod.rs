@@ -19,7 +19,7 @@ pub mod value;
 mod tests;
 
 pub use packed::Packed;
-pub use value::{Kind, Prim, Value};
+pub use value::{Kind, OptU32Column, Prim, Value};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -141,6 +141,38 @@ pub fn take<V: Value>(
         found,
     })?;
     V::decode(prims).ok_or(ColumnError::BadValue(name))
+}
+
+/// A struct field that travels as one column: a `Vec` of a [`Value`], or an [`OptU32Column`]
+/// (used by [`impl_columns!`](crate::impl_columns)).
+pub trait Field: Sized {
+    fn put_field(&self, sink: &mut impl ColumnSink, name: &'static str);
+    fn take_field(src: &mut impl ColumnSource, name: &'static str) -> Result<Self, ColumnError>;
+    fn field_len(&self) -> usize;
+}
+
+impl<V: Value> Field for Vec<V> {
+    fn put_field(&self, sink: &mut impl ColumnSink, name: &'static str) {
+        put(sink, name, self);
+    }
+    fn take_field(src: &mut impl ColumnSource, name: &'static str) -> Result<Self, ColumnError> {
+        take(src, name)
+    }
+    fn field_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Field for OptU32Column {
+    fn put_field(&self, sink: &mut impl ColumnSink, name: &'static str) {
+        put(sink, name, self.encoded());
+    }
+    fn take_field(src: &mut impl ColumnSource, name: &'static str) -> Result<Self, ColumnError> {
+        take(src, name).map(OptU32Column::from_encoded)
+    }
+    fn field_len(&self) -> usize {
+        self.len()
+    }
 }
 
 /// Checks that the columns of one table hold as many values each (`(name, len)` pairs).

@@ -1,5 +1,6 @@
 //! How one column value is encoded: as a primitive of one of six kinds (the typed arrays a
-//! browser has), borrowed as it is when the value already is that primitive.
+//! browser has), borrowed as it is when the value already is that primitive; and
+//! [`OptU32Column`], a column of optional `u32`s as compact as a `u32` column.
 
 use super::ColumnData;
 use std::borrow::Cow;
@@ -120,5 +121,58 @@ impl Value for Range<u32> {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// A column of `Option<u32>` (event or row indices, table indices that may be missing) stored
+/// and shipped as `u32`s, `u32::MAX` standing for `None`: half the memory of
+/// `Vec<Option<u32>>`, and shipped without a copy. No index of a trace reaches `u32::MAX`
+/// (a trace holds fewer entries), so a `Some(u32::MAX)` is never pushed; it would read `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OptU32Column(Vec<u32>);
+
+impl OptU32Column {
+    const NONE: u32 = u32::MAX;
+
+    pub fn with_capacity(n: usize) -> OptU32Column {
+        OptU32Column(Vec::with_capacity(n))
+    }
+    pub fn push(&mut self, v: Option<u32>) {
+        self.0.push(v.unwrap_or(Self::NONE));
+    }
+    /// The value at `i`; `None` where it has none (or past the end).
+    pub fn get(&self, i: usize) -> Option<u32> {
+        self.0.get(i).copied().filter(|&v| v != Self::NONE)
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = Option<u32>> + '_ {
+        self.0.iter().map(|&v| (v != Self::NONE).then_some(v))
+    }
+    /// The column as it travels (`u32::MAX`: none).
+    pub fn encoded(&self) -> &[u32] {
+        &self.0
+    }
+    pub fn from_encoded(v: Vec<u32>) -> OptU32Column {
+        OptU32Column(v)
+    }
+}
+
+impl FromIterator<Option<u32>> for OptU32Column {
+    fn from_iter<I: IntoIterator<Item = Option<u32>>>(iter: I) -> Self {
+        OptU32Column(iter.into_iter().map(|v| v.unwrap_or(Self::NONE)).collect())
+    }
+}
+
+/// `column[i]` is the encoded value (`u32::MAX`: none), for digests that write it as text; read
+/// values with [`OptU32Column::get`]. Panics past the end, as slices do.
+impl std::ops::Index<usize> for OptU32Column {
+    type Output = u32;
+    fn index(&self, i: usize) -> &u32 {
+        &self.0[i]
     }
 }

@@ -11,7 +11,7 @@
 //! before that, the pieces (and their order) are exactly those of the band-by-band walk; the
 //! layout tests compare the two on fixtures and real snapshots.
 
-use super::timeline::{is_thin, piece_tolerance, PIECE_TOL_SHIFT, THIN_RATIO, THIN_TOL_SHIFT};
+use super::tolerance::{is_thin, piece_tolerance, PIECE_TOL_SHIFT, THIN_RATIO, THIN_TOL_SHIFT};
 
 /// Most bands in a chunk.
 const CHUNK: usize = 16;

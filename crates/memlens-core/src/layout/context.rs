@@ -3,7 +3,7 @@
 //! interpreter and dispatcher noise (reference §1.6), with consecutive repeats elided.
 
 use super::axis::format_bytes;
-use super::timeline::{Origin, TimelineKind, TimelineLayout, NO_POOL, NO_ROW};
+use super::timeline::{Origin, TimelineKind, TimelineLayout};
 use crate::model::{Action, EntryExtra, Snapshot, StackId, TIME_NONE};
 use serde::{Deserialize, Serialize};
 
@@ -48,22 +48,19 @@ pub fn element_context(
     let addr = *el.addr.get(e)?;
     let version = *el.version.get(e)?;
     let origin = Origin::from_u8(*el.origin.get(e)?);
-    let alloc_row = *el.alloc_row.get(e)?;
-    let free_row = *el.free_row.get(e)?;
-    let stack = StackId(*el.stack.get(e)?);
+    let alloc_row = el.alloc_row.get(e);
+    let free_row = el.free_row.get(e);
+    let stack = *el.stack.get(e)?;
     if origin == Origin::PoolEnvelope {
         return Some(envelope_context(layout, e));
     }
     let rows = snap.device_rows(device);
-    let abs = |r: u32| {
-        if r == NO_ROW {
-            None
-        } else {
-            Some(rows.start as usize + r as usize).filter(|&a| a < rows.end as usize)
-        }
+    let abs = |r: Option<u32>| {
+        r.map(|r| rows.start as usize + r as usize)
+            .filter(|&a| a < rows.end as usize)
     };
     let t = &snap.trace;
-    let time = |r: u32| {
+    let time = |r: Option<u32>| {
         abs(r)
             .and_then(|a| t.time_us.get(a).copied())
             .filter(|&v| v != TIME_NONE)
@@ -73,14 +70,8 @@ pub fn element_context(
     } else {
         "b"
     };
-    let from = match alloc_row {
-        NO_ROW => "before the trace".to_string(),
-        r => format!("event {r}"),
-    };
-    let to = match free_row {
-        NO_ROW => "end of trace".to_string(),
-        r => format!("event {r}"),
-    };
+    let from = alloc_row.map_or_else(|| "before the trace".to_string(), |r| format!("event {r}"));
+    let to = free_row.map_or_else(|| "end of trace".to_string(), |r| format!("event {r}"));
     let mut notes = Vec::new();
     match origin {
         Origin::FreedUntraced => notes.push("alloc not recorded (made before the trace starts); stack trace of the free:".to_string()),
@@ -91,22 +82,18 @@ pub fn element_context(
         Origin::Traced | Origin::PoolEnvelope => {}
     }
     // The pool (from the entry's `pool_id`, else from the segment holding the address).
-    if let Some(&(a, b)) = el.pool.get(e).and_then(|&p| layout.pools.get(p as usize)) {
+    if let Some(&(a, b)) = el.pool.get(e).and_then(|p| layout.pools.get(p as usize)) {
         let private = if (a, b) == (0, 0) {
             ""
         } else {
             " (private pool)"
         };
         notes.push(format!("pool_id ({a}, {b}){private}"));
-    } else if el.pool.get(e) == Some(&NO_POOL) {
+    } else if el.pool.get(e).is_none() {
         notes.push("pool_id unknown (its segment is not in the snapshot)".to_string());
     }
     // Per-entry strings of the row the frames come from.
-    let src_row = if alloc_row != NO_ROW {
-        alloc_row
-    } else {
-        free_row
-    };
+    let src_row = alloc_row.or(free_row);
     if let Some(a) = abs(src_row) {
         if let Some(cc) = t
             .compile_context
@@ -183,7 +170,7 @@ fn envelope_label(layout: &TimelineLayout, e: usize) -> String {
     let pool = el
         .pool
         .get(e)
-        .and_then(|&p| layout.pools.get(p as usize))
+        .and_then(|p| layout.pools.get(p as usize))
         .map(|(a, b)| format!("({a}, {b})"))
         .unwrap_or_else(|| "(unknown)".into());
     format!(
@@ -277,8 +264,8 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
     let addr = *el.addr.get(e)?;
     let version = *el.version.get(e)?;
     let origin = Origin::from_u8(*el.origin.get(e)?);
-    let alloc_row = *el.alloc_row.get(e)?;
-    let free_row = *el.free_row.get(e)?;
+    let alloc_row = el.alloc_row.get(e);
+    let free_row = el.free_row.get(e);
     if origin == Origin::PoolEnvelope {
         return Some(format!(
             "{} {} ({size} bytes)\nalive {}",
@@ -290,7 +277,7 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
     let pool = el
         .pool
         .get(e)
-        .and_then(|&p| layout.pools.get(p as usize))
+        .and_then(|p| layout.pools.get(p as usize))
         .filter(|&&p| p != (0, 0))
         .map(|(a, b)| format!(", private pool ({a}, {b})"))
         .unwrap_or_default();
@@ -299,16 +286,11 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
     } else {
         "b"
     };
-    let from = if origin.before_trace() || alloc_row == NO_ROW {
-        "before the trace".to_string()
-    } else {
-        format!("event {alloc_row}")
+    let from = match alloc_row {
+        Some(r) if !origin.before_trace() => format!("event {r}"),
+        _ => "before the trace".to_string(),
     };
-    let to = if free_row == NO_ROW {
-        "end of trace".to_string()
-    } else {
-        format!("event {free_row}")
-    };
+    let to = free_row.map_or_else(|| "end of trace".to_string(), |r| format!("event {r}"));
     let note = match origin {
         Origin::FreedUntraced => " (alloc not recorded)",
         Origin::Ghost => " (ghost block: allocated before the trace)",

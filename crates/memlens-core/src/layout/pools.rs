@@ -18,9 +18,10 @@
 //! An envelope's height changes over time while elements have one size, so an envelope is a
 //! chain of elements ([`Origin::PoolEnvelope`]), one per stretch of constant height.
 
-use super::timeline::{
-    piece_tolerance, Elements, Origin, Stacked, Tmp, NO_POOL, NO_ROW, PIECE_BUDGET,
-};
+use super::elements::{Elements, Origin, Tmp};
+use super::stacking::Stacked;
+use super::tolerance::{piece_tolerance, PIECE_BUDGET};
+use crate::model::StackId;
 use crate::model::{Action, EntryExtra, Snapshot};
 use rustc_hash::FxHashMap;
 
@@ -56,7 +57,7 @@ impl<'a> PoolResolver<'a> {
 
     /// The pool of `addr`, from device-local trace entry `row`'s `pool_id` if it has one.
     pub(super) fn pool_of(&self, addr: u64, row: Option<u32>) -> Option<(i64, i64)> {
-        if let Some(r) = row.filter(|&r| r != NO_ROW) {
+        if let Some(r) = row {
             let abs = self.rows_start.saturating_add(r);
             let from_entry = self.snap.trace.extras_of(abs).find_map(|x| match x {
                 EntryExtra::PoolId(a, b) => Some((*a, *b)),
@@ -80,17 +81,18 @@ pub(super) struct PoolTable {
 }
 
 impl PoolTable {
-    /// The number of `pool` ([`NO_POOL`] for `None`).
-    pub(super) fn index(&mut self, pool: Option<(i64, i64)>) -> u32 {
-        let Some(p) = pool else { return NO_POOL };
-        *self.index.entry(p).or_insert_with(|| {
+    /// The number of `pool` (`None`: not known).
+    pub(super) fn index(&mut self, pool: Option<(i64, i64)>) -> Option<u32> {
+        let p = pool?;
+        Some(*self.index.entry(p).or_insert_with(|| {
             self.ids.push(p);
             (self.ids.len() - 1) as u32
-        })
+        }))
     }
 
-    fn is_private(&self, i: u32) -> bool {
-        self.ids.get(i as usize).is_some_and(|&p| p != (0, 0))
+    /// Pool number `i`, if it is a private pool.
+    fn private(&self, i: Option<u32>) -> Option<u32> {
+        i.filter(|&i| self.ids.get(i as usize).is_some_and(|&p| p != (0, 0)))
     }
 }
 
@@ -234,12 +236,12 @@ impl Sweep {
                     version: self.envelopes.len() as u32,
                     start_x: x,
                     end_x: u32::MAX,
-                    alloc_row: NO_ROW,
-                    free_row: NO_ROW,
+                    alloc_row: None,
+                    free_row: None,
                     stream,
                     origin: Origin::PoolEnvelope,
-                    stack: 0,
-                    pool,
+                    stack: StackId::EMPTY,
+                    pool: Some(pool),
                 });
             }
             let y = self.slots.get(si).map(|s| s.y).unwrap_or(0);
@@ -301,10 +303,10 @@ pub(super) fn stack_allocated(
     // Pool state of each allocation (`NONE`: ordinary stack).
     let mut elem_pool = vec![NONE; el.len()];
     for (e, k) in elem_pool.iter_mut().enumerate() {
-        let (Some(&p), Some(&stream)) = (el.pool.get(e), el.stream.get(e)) else {
+        let (Some(p), Some(&stream)) = (table.private(el.pool.get(e)), el.stream.get(e)) else {
             continue;
         };
-        if table.is_private(p) {
+        {
             *k = state_of(&mut sw, p, stream);
         }
     }
@@ -329,7 +331,7 @@ pub(super) fn stack_allocated(
             _ => continue,
         };
         let p = table.index(res.pool_of(addr, Some(i as u32)));
-        if table.is_private(p) {
+        if let Some(p) = table.private(p) {
             let k = state_of(&mut sw, p, stream);
             seg_events.push((i as u32 + 1, k, sign * size.min(i64::MAX as u64) as i64));
         }
@@ -340,7 +342,7 @@ pub(super) fn stack_allocated(
     }
     for seg in snap.segments.iter().filter(|s| s.device == device) {
         let p = table.index(Some(seg.pool_id));
-        if table.is_private(p) {
+        if let Some(p) = table.private(p) {
             let k = state_of(&mut sw, p, seg.stream);
             if let Some(ps) = sw.pools.get_mut(k as usize) {
                 ps.reserved = ps
@@ -508,5 +510,12 @@ pub(super) fn stack_allocated(
             "the stacked layout needs more than {PIECE_BUDGET} pieces; bands stop sliding after that point"
         ));
     }
-    (out, (start, t0, y0, total, warnings))
+    let stacked = Stacked {
+        piece_start: start,
+        piece_t0: t0,
+        piece_y0: y0,
+        total_bytes: total,
+        warnings,
+    };
+    (out, stacked)
 }

@@ -137,7 +137,7 @@ impl SearchIndex {
                 while m != 0 {
                     let b = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    let s = el.stack.get(w * 64 + b).copied().unwrap_or(0) as usize;
+                    let s = el.stack.get(w * 64 + b).map_or(0, |s| s.0 as usize);
                     if !stacks.get(s).copied().unwrap_or(false) {
                         *word &= !(1u64 << b);
                     }

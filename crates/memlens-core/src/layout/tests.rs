@@ -851,7 +851,13 @@ fn assert_placed_as(preview: &TimelineLayout, exact: &TimelineLayout, e: usize, 
 fn preview_places_the_drawable_bands_as_the_exact_layout_does() {
     let s = trace(&churn(3000, 7), "");
     let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
-    let (start, t0, y0, total, warn) = timeline::stack_preview(&l.elements, l.n_events);
+    let stacking::Stacked {
+        piece_start: start,
+        piece_t0: t0,
+        piece_y0: y0,
+        total_bytes: total,
+        warnings: warn,
+    } = timeline::stack_preview(&l.elements, l.n_events);
     assert_eq!(total, l.total_bytes);
     assert!(warn.is_empty());
     let peak = total.iter().copied().max().unwrap_or(0);

@@ -23,6 +23,13 @@ impl StackId {
     pub const EMPTY: StackId = StackId(0);
 }
 
+/// The index, as a number.
+impl std::fmt::Display for StackId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// One stack frame, as torch writes it (`{filename, line, name}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Frame {
