@@ -4,7 +4,7 @@
 //! cap an element's height), so the scrollbar maps proportionally onto the rows.
 
 use crate::state_data::{EventColumns, Shared};
-use memlens_core::model::Action;
+use memlens_core::trace::Action;
 use web_sys::{Element, Event};
 use yew::prelude::*;
 

@@ -7,8 +7,9 @@
 use crate::protocol::{OomEvent, StateEventsMeta};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::TimelineLayout;
-use memlens_core::model::{Action, BlockState, TIME_NONE};
+use memlens_core::model::BlockState;
 use memlens_core::state::{State, StateColumns, StateNumbers};
+use memlens_core::trace::{Action, TIME_NONE};
 use memlens_core::Snapshot;
 use std::cell::RefCell;
 use std::collections::HashMap;

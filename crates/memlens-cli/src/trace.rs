@@ -5,7 +5,8 @@
 
 use crate::fmt::Bytes;
 use crate::load::{load, CliError};
-use memlens_core::model::{Action, Segment, TIME_NONE};
+use memlens_core::model::Segment;
+use memlens_core::trace::{Action, TIME_NONE};
 use memlens_core::Snapshot;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, BufWriter, Write};

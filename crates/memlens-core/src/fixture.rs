@@ -1587,7 +1587,8 @@ const EVENT_OPTS: &[&str] = &["stream", "time", "frames", "ctx", "meta", "device
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Action, BlockState};
+    use crate::model::BlockState;
+    use crate::trace::Action;
 
     fn load(text: &str) -> crate::Snapshot {
         let bytes = build(text).unwrap_or_else(|e| panic!("{e}"));
@@ -1677,7 +1678,7 @@ mod tests {
         assert_eq!(s.blocks[0].address, 0x7f00_0000_0000);
         assert_eq!(s.blocks[1].address, 0x7f00_0010_0000);
         assert_eq!(s.blocks[0].requested_size_bytes, 1_000_000);
-        assert_eq!(s.trace.time_us[0], crate::model::TIME_NONE);
+        assert_eq!(s.trace.time_us[0], crate::trace::TIME_NONE);
         assert_eq!(s.blocks[0].state, BlockState::ActiveAllocated);
     }
 

@@ -25,8 +25,9 @@
 //! than upstream's `<no-context>`.
 
 use crate::model::stats::device_stats;
-use crate::model::{BlockState, Frame, Segment, Snapshot, StackId};
+use crate::model::{BlockState, Segment, Snapshot};
 use crate::replay::replay_device;
+use crate::trace::{Frame, StackId};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::fmt;

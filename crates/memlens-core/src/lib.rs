@@ -13,6 +13,7 @@ pub mod model;
 pub mod raw;
 pub mod replay;
 pub mod state;
+pub mod trace;
 pub mod write;
 
 pub use error::DecodeError;

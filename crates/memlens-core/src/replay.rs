@@ -24,7 +24,9 @@
 //! sum at every event equals the timeline of [`crate::device_stats`] whenever the trace agrees
 //! with the final segment state.
 
-use crate::model::{Action, Snapshot, StackId};
+use crate::model::Snapshot;
+
+use crate::trace::{Action, StackId};
 use rustc_hash::FxHashMap;
 
 /// Index of an event: 0-based, into one device's trace entries (see the module docs).

@@ -45,7 +45,7 @@ pub type BlockId = u32;
 const NIL: u32 = u32::MAX;
 
 /// Trace entry actions: the model's own enum, so names are written exactly as they are read.
-pub use memlens_core::model::Action;
+pub use memlens_core::trace::Action;
 
 /// A captured context (torch's `CapturedTraceback`): entries recorded with the same context share
 /// one frames list object in the pickle. `serial` is unique per device and run.

@@ -2,7 +2,9 @@
 //! state's invariants, ring-buffer truncation, protocols, and an independent replay of every
 //! variant by Python's own pickle (tests/check_snapshot.py).
 
-use memlens_core::model::{Action, BlockState, Snapshot};
+use memlens_core::model::{BlockState, Snapshot};
+
+use memlens_core::trace::Action;
 use memlens_synth::{write_snapshot, Config, Summary, Workload};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

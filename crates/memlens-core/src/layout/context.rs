@@ -4,7 +4,8 @@
 
 use super::axis::format_bytes;
 use super::timeline::{Origin, TimelineKind, TimelineLayout};
-use crate::model::{Action, EntryExtra, Snapshot, StackId, TIME_NONE};
+use crate::model::Snapshot;
+use crate::trace::{Action, EntryExtra, StackId, TIME_NONE};
 use serde::{Deserialize, Serialize};
 
 /// Whether upstream's filter keeps a frame (one filter for the CLI and the viewer: `flame`).

@@ -2,7 +2,7 @@
 //! where each comes from ([`Origin`]), and the row form the pairing and stacking build them in.
 
 use crate::columns::OptU32Column;
-use crate::model::StackId;
+use crate::trace::StackId;
 use serde::{Deserialize, Serialize};
 
 /// Where an element comes from.

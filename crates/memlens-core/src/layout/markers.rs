@@ -1,7 +1,9 @@
 //! Point events and spans along a timeline's x axis: `oom`, `snapshot` and `annotate` markers,
 //! `external_annotations` regions, and the wall-clock time of each event.
 
-use crate::model::{Action, Snapshot};
+use crate::model::Snapshot;
+
+use crate::trace::Action;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +38,7 @@ pub(super) fn device_times(snap: &Snapshot, device: u32) -> Vec<i64> {
     let mut last = i64::MIN;
     for r in rows {
         match snap.trace.time_us.get(r as usize) {
-            Some(&t) if t != crate::model::TIME_NONE => {
+            Some(&t) if t != crate::trace::TIME_NONE => {
                 last = last.max(t);
                 out.push(last);
             }
@@ -99,11 +101,11 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
             t.time_us
                 .get(r as usize)
                 .copied()
-                .unwrap_or(crate::model::TIME_NONE)
+                .unwrap_or(crate::trace::TIME_NONE)
         })
         .collect();
     let timed = !times.is_empty()
-        && times.iter().all(|&v| v != crate::model::TIME_NONE)
+        && times.iter().all(|&v| v != crate::trace::TIME_NONE)
         && times.windows(2).all(|w| w[0] <= w[1]);
     let mut regions = Vec::new();
     if timed {
@@ -122,7 +124,7 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
                 regions.push(Region {
                     x0,
                     x1: x,
-                    label: snap.str(crate::raw::StrId(name)).to_string(),
+                    label: snap.str(crate::trace::StrId(name)).to_string(),
                 });
             }
         }

@@ -3,7 +3,8 @@
 //! address, `segment_map`/`segment_unmap` ranges of expandable segments), in stack order.
 
 use super::elements::{Elements, Origin, Tmp};
-use crate::model::{Action, Snapshot, StackId};
+use crate::model::Snapshot;
+use crate::trace::{Action, StackId};
 use rustc_hash::FxHashMap;
 
 /// Allocations from the shared [`crate::replay`] (alloc paired with `free_completed` by address,

@@ -21,8 +21,9 @@
 use super::elements::{Elements, Origin, Tmp};
 use super::stacking::Stacked;
 use super::tolerance::{piece_tolerance, PIECE_BUDGET};
-use crate::model::StackId;
-use crate::model::{Action, EntryExtra, Snapshot};
+use crate::model::Snapshot;
+use crate::trace::StackId;
+use crate::trace::{Action, EntryExtra};
 use rustc_hash::FxHashMap;
 
 /// Finds the pool of an address (or of a trace entry) on one device.

@@ -6,7 +6,8 @@
 
 use super::context::frame_shown;
 use super::timeline::{Elements, TimelineLayout};
-use crate::model::{Snapshot, StackId};
+use crate::model::Snapshot;
+use crate::trace::StackId;
 
 /// Why a query cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

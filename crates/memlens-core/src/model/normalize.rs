@@ -10,6 +10,7 @@
 use super::*;
 use crate::error::DecodeError;
 use crate::raw::value::{Arena, Node, RowExtra, TraceRows};
+use crate::trace::*;
 use rustc_hash::FxHashMap;
 
 fn pair(a: &Arena, v: Option<Val>) -> (i64, i64) {

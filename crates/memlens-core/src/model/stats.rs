@@ -1,7 +1,9 @@
 //! Per-device numbers that `memlens stats`, the viewer's summary strip and the conformance tests
 //! share. Each is defined exactly (see the field docs) so an independent reading can check it.
 
-use super::{Action, BlockState, Snapshot};
+use super::{BlockState, Snapshot};
+
+use crate::trace::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

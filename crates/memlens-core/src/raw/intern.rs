@@ -4,9 +4,9 @@
 //! not always the lists), and keeping those lists as values would cost ~700 bytes per entry.
 //! Memo-shared lists and frame dicts are looked up by node, so sharing costs one lookup.
 
-use super::strings::StrId;
 use super::value::{Arena, Node, NodeId, Val};
-use crate::model::{Frame, FrameId, StackId, StackTable};
+use crate::trace::StrId;
+use crate::trace::{Frame, FrameId, StackId, StackTable};
 use rustc_hash::FxHashMap;
 
 /// The interned frames and stacks of one document.

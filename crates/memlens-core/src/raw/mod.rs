@@ -5,12 +5,10 @@ pub mod html;
 pub mod intern;
 pub mod json;
 pub mod pickle;
-pub mod strings;
 pub mod value;
 
 use crate::error::DecodeError;
 pub use pickle::{PickleMachine, Progress};
-pub use strings::{StrId, StringTable};
 pub use value::{Arena, Node, NodeId, RowExtra, RowId, TraceRows, Val};
 
 /// How the input was encoded.

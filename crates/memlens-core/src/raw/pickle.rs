@@ -368,7 +368,7 @@ mod tests {
             assert_eq!(rows.len(), 1, "{pairs:?}");
             assert_eq!(
                 rows.action[0],
-                crate::model::Action::from_name(action),
+                crate::trace::Action::from_name(action),
                 "{pairs:?}"
             );
             assert_eq!(rows.addr[0], addr, "{pairs:?}");
@@ -453,7 +453,7 @@ mod tests {
             assert_eq!(rows.len(), fresh.len());
             assert_eq!(arena.stack_interner.stacks.get(rows[0]).len(), 1);
             let want = |i: usize| match reuse && i > 0 {
-                true => crate::model::StackId::EMPTY,
+                true => crate::trace::StackId::EMPTY,
                 false => rows[0],
             };
             assert!(

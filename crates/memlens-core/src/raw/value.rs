@@ -6,8 +6,8 @@
 //! written straight into the columnar [`TraceRows`] the model adopts as-is; a list of such rows
 //! in file order is a [`Node::RowRange`] that costs nothing per entry.
 
-use super::strings::{StrId, StringTable};
-use crate::model::Action;
+use crate::trace::Action;
+use crate::trace::{StrId, StringTable, TIME_NONE};
 
 /// Index of a container in the [`Arena`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,9 +49,9 @@ pub enum Node {
     /// A dict that became trace row `RowId` (see module doc).
     Row(RowId),
     /// A `frames` list, interned (see `raw::intern`).
-    Stack(crate::model::StackId),
+    Stack(crate::trace::StackId),
     /// A frame dict, interned.
-    Frame(crate::model::FrameId),
+    Frame(crate::trace::FrameId),
 }
 
 /// Keys the fast path recognises, interned before decoding starts.
@@ -121,9 +121,6 @@ impl Keys {
     }
 }
 
-/// `time_us` of an entry that has none (torch ≤ 2.0).
-pub const TIME_NONE: i64 = i64::MIN;
-
 /// Rarely present trace-entry fields, stored sparsely.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RowExtra {
@@ -143,12 +140,12 @@ pub struct TraceRows {
     pub action: Vec<Action>,
     pub addr: Vec<u64>,
     pub size_bytes: Vec<u64>,
-    pub stream: crate::model::Runs<u64>,
+    pub stream: crate::trace::Runs<u64>,
     pub time_us: Vec<i64>,
     /// Stack of the entry's `frames` (interned as it is read).
-    pub stack: Vec<crate::model::StackId>,
-    pub compile_context: crate::model::StrRuns,
-    pub user_metadata: crate::model::StrRuns,
+    pub stack: Vec<crate::trace::StackId>,
+    pub compile_context: crate::trace::StrRuns,
+    pub user_metadata: crate::trace::StrRuns,
     /// (row, field), in row order unless a row was updated after creation.
     pub extras: Vec<(u32, RowExtra)>,
     /// Count of fields whose value had the wrong type or sign (reported as a warning).
@@ -205,7 +202,7 @@ impl TraceRows {
         self.size_bytes.push(0);
         self.stream.push(0);
         self.time_us.push(TIME_NONE);
-        self.stack.push(crate::model::StackId::EMPTY);
+        self.stack.push(crate::trace::StackId::EMPTY);
         self.compile_context.push(StrId::EMPTY);
         self.user_metadata.push(StrId::EMPTY);
         r

@@ -8,7 +8,8 @@ use super::{
     AllocatorHistory, Checkpoint, Diagnostics, Issue, IssueKind, OpKind, Ops, SegmentKind,
     SegmentMeta,
 };
-use crate::model::{Action, BlockState, EntryExtra, Snapshot, StackId};
+use crate::model::{BlockState, Snapshot};
+use crate::trace::{Action, EntryExtra, StackId};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -5,7 +5,8 @@
 use super::{SegmentKind, StateColumns};
 use crate::columns::value::{decode_each, encode_each};
 use crate::columns::{ColumnError, Value};
-use crate::model::{BlockState, StackId};
+use crate::model::BlockState;
+use crate::trace::StackId;
 use std::borrow::Cow;
 
 /// Codes in declaration order.

@@ -7,7 +7,8 @@
 //! is what makes replaying forward and backward land on identical states.
 
 use super::{BlockView, SegmentKind, SegmentMeta, SegmentView};
-use crate::model::{BlockState, StackId};
+use crate::model::BlockState;
+use crate::trace::StackId;
 use std::collections::BTreeMap;
 
 /// "No event" in `u32` event columns.

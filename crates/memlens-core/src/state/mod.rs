@@ -73,7 +73,9 @@ mod tests;
 
 pub use live::State;
 
-use crate::model::{BlockState, Snapshot, StackId};
+use crate::model::{BlockState, Snapshot};
+
+use crate::trace::StackId;
 use live::{Blk, RangeFlags, Seg, NO_EVENT};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

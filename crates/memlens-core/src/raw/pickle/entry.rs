@@ -17,8 +17,8 @@ use super::scalars::le_i64;
 use super::stack::push_val;
 use super::PickleMachine;
 use crate::error::DecodeError;
-use crate::raw::strings::StrId;
 use crate::raw::value::{Node, NodeId, RowId, Val};
+use crate::trace::StrId;
 
 /// Most tokens (keys and values) an entry may have to take the fast path.
 const MAX_TOKS: usize = 32;

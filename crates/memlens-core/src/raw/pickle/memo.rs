@@ -1,9 +1,9 @@
 //! The memo's storage: 4 bytes a key, with the common handles (rows, nodes, strings, stacks)
 //! inline under a 3-bit tag. The opcodes that put and get are in `memo_ops`.
 
-use crate::model::StackId;
-use crate::raw::strings::StrId;
 use crate::raw::value::{NodeId, RowId, Val};
+use crate::trace::StackId;
+use crate::trace::StrId;
 use rustc_hash::FxHashMap;
 
 /// The dense memo (keys `0..len`), 4 bytes a value: a real snapshot memoizes every trace

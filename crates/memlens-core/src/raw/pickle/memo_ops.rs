@@ -9,8 +9,8 @@ use super::stack::push_val;
 use super::text::parse_dec_u64;
 use super::PickleMachine;
 use crate::error::DecodeError;
-use crate::raw::strings::StrId;
 use crate::raw::value::{Node, NodeId, RowId, Val};
+use crate::trace::StrId;
 
 #[cfg(doc)]
 use super::memo::Memo;

@@ -8,7 +8,7 @@
 //! rewritten (a pickle may SETITEM an entry's dict again, long after): no input makes it slower
 //! or larger than a plain column by more than a constant.
 
-use crate::raw::strings::StrId;
+use super::strings::StrId;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Repr<T> {

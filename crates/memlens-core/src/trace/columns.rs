@@ -1,0 +1,64 @@
+//! The trace as parallel columns, one value per entry ([`TraceColumns`]), and the rare fields of
+//! an entry ([`EntryExtra`]). The decoder fills them in file order; the model owns them grouped
+//! by device.
+
+use super::action::Action;
+use super::runs::{Runs, StrRuns};
+use super::stacks::StackId;
+use super::strings::StrId;
+
+/// Rare per-entry fields, sorted by row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryExtra {
+    /// `oom`: bytes free on the device.
+    DeviceFree(u64),
+    InternalMetadata(StrId),
+    PoolId(i64, i64),
+    ForwardFrames(Vec<StrId>),
+    Category(StrId),
+    /// The action as written, for [`Action::Unknown`] entries.
+    ActionName(StrId),
+}
+
+/// Trace entries of all devices as parallel columns, grouped by device (see [`crate::model::DeviceTrace`]).
+#[derive(Debug, Clone, Default)]
+pub struct TraceColumns {
+    /// An [`Action::Unknown`] entry's name is in its extras ([`EntryExtra::ActionName`];
+    /// [`crate::model::Snapshot::action_name`] reads either).
+    pub action: Vec<Action>,
+    pub addr: Vec<u64>,
+    pub size_bytes: Vec<u64>,
+    pub stream: Runs<u64>,
+    /// µs since the epoch; [`TIME_NONE`] where the entry has no `time_us` (torch ≤ 2.0).
+    pub time_us: Vec<i64>,
+    pub stack: Vec<StackId>,
+    pub compile_context: StrRuns,
+    pub user_metadata: StrRuns,
+    pub extras: Vec<(u32, EntryExtra)>,
+}
+
+/// `time_us` of an entry that has none (torch ≤ 2.0).
+pub const TIME_NONE: i64 = i64::MIN;
+
+impl TraceColumns {
+    pub fn len(&self) -> usize {
+        self.action.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+    /// Extras of one entry.
+    pub fn extras_of(&self, row: u32) -> impl Iterator<Item = &EntryExtra> {
+        let start = self.extras.partition_point(|(r, _)| *r < row);
+        self.extras[start..]
+            .iter()
+            .take_while(move |(r, _)| *r == row)
+            .map(|(_, e)| e)
+    }
+    pub fn device_free(&self, row: u32) -> Option<u64> {
+        self.extras_of(row).find_map(|e| match e {
+            EntryExtra::DeviceFree(f) => Some(*f),
+            _ => None,
+        })
+    }
+}
