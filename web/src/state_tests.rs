@@ -23,7 +23,7 @@ fn fixture_snapshots() -> Vec<(String, Snapshot)> {
         .filter(|p| p.extension().is_some_and(|e| e == "txt"))
     {
         let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let Ok(bytes) = memlens_core::fixture::build(&text) else {
+        let Ok(bytes) = memlens_fixture::build(&text) else {
             continue;
         };
         if let Ok(s) = memlens_core::load(&bytes) {

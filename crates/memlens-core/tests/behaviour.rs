@@ -249,7 +249,7 @@ fn fixtures_behave_as_recorded() {
     for p in names {
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let bytes =
-            memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
         check(

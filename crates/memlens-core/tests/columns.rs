@@ -92,7 +92,7 @@ fn fixtures_come_back_from_their_columns() {
     for p in names {
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let bytes =
-            memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         check(&p.display().to_string(), &s);
     }

@@ -3,9 +3,9 @@
 //! of them decode to the same model (or fail with the same error) both ways, whole and in
 //! chunks, and leave the same number of arena nodes and rows behind.
 
-use memlens_core::fixture;
 use memlens_core::model::normalize;
 use memlens_core::raw::{self, Encoding, PickleMachine, Progress, Sniff};
+use memlens_fixture as fixture;
 use std::path::Path;
 
 /// Decodes a pickle fed in chunks of `chunk` bytes (0: whole); the model as text, plus the

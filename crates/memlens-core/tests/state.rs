@@ -3,9 +3,10 @@
 //! the last event is the file's, a state does not depend on the direction it was reached from,
 //! and requested / reserved bytes follow the trace (the timeline's baseline + running sums).
 
+use memlens_core::device_stats;
 use memlens_core::model::{Action, BlockState, Snapshot};
 use memlens_core::state::{AllocatorHistory, State, StateColumns};
-use memlens_core::{device_stats, fixture};
+use memlens_fixture as fixture;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
