@@ -86,7 +86,7 @@ fn trace_output_matches_golden_files() {
         };
         let out = match Command::new(env!("CARGO_BIN_EXE_memlens"))
             .arg("trace")
-            .arg(&file)
+            .arg(file)
             .args(*args)
             .output()
         {
