@@ -19,5 +19,6 @@ pub mod state_data;
 pub mod state_view;
 pub mod state_worker;
 pub mod timeline;
+pub mod warm_up;
 pub mod wire;
 pub mod worker;

@@ -23,7 +23,7 @@ fn fixture_snapshots() -> Vec<(String, Snapshot)> {
         .filter(|p| p.extension().is_some_and(|e| e == "txt"))
     {
         let text = std::fs::read_to_string(&p).unwrap_or_default();
-        let Ok(bytes) = memlens_core::fixture::build(&text) else {
+        let Ok(bytes) = memlens_fixture::build(&text) else {
             continue;
         };
         if let Ok(s) = memlens_core::load(&bytes) {
@@ -35,19 +35,11 @@ fn fixture_snapshots() -> Vec<(String, Snapshot)> {
 }
 
 fn real_snapshots() -> Vec<(String, Snapshot)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/snapshots");
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        println!(
-            "NOTICE: {} not found; real-snapshot state view checks skipped",
-            dir.display()
-        );
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return Vec::new();
     };
-    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    files.sort();
     files
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "pickle"))
         .filter_map(|p| {
             let f = std::fs::File::open(&p).ok()?;
             let s = memlens_core::load_reader(f, None).ok()?;

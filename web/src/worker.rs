@@ -77,28 +77,12 @@ pub fn start() {
     });
 }
 
-/// Runs the decoder, the stats and the timeline layout once on a small generated snapshot while
-/// the page waits for a file. V8 first runs wasm code in its baseline tier and optimizes the
-/// functions that turn out hot; without this, a 3.7 MB snapshot decoded ~4× slower than natively
-/// (decode 60–90 ms, layout 42–55 ms against 17 and 4 ms native).
+/// Runs the decoder, the stats and the timeline layout once on a small generated snapshot
+/// ([`crate::warm_up`]) while the page waits for a file. V8 first runs wasm code in its baseline
+/// tier and optimizes the functions that turn out hot; without this, a 3.7 MB snapshot decoded
+/// ~4× slower than natively (decode 60–90 ms, layout 42–55 ms against 17 and 4 ms native).
 fn warm_up() {
-    use std::fmt::Write as _;
-    let mut text = String::from(
-        "stack a train.py:10:step|model.py:5:forward\nstack b train.py:11:step|model.py:7:backward\n",
-    );
-    for i in 0..2000u64 {
-        let frames = if i % 2 == 0 { "a" } else { "b" };
-        let _ = writeln!(
-            text,
-            "alloc t{i} {:#x} {}KiB frames=@{frames}",
-            0x7f00_0000_0000u64 + i * 0x10_0000,
-            1 + i % 64
-        );
-        if i >= 16 {
-            let _ = writeln!(text, "free t{}", i - 16);
-        }
-    }
-    let Ok(bytes) = memlens_core::fixture::build(&text) else {
+    let Ok(bytes) = crate::warm_up::snapshot_pickle() else {
         return;
     };
     let mut loader = Loader::new(Some(bytes.len() as u64));

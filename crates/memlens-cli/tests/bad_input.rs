@@ -13,7 +13,7 @@ fn scratch_dir() -> PathBuf {
 fn good_snapshot(dir: &Path) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/p4_snapshot.txt");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let bytes = memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{e}"));
     let out = dir.join("good.pickle");
     std::fs::write(&out, bytes).unwrap_or_else(|e| panic!("{e}"));
     out

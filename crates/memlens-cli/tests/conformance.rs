@@ -28,17 +28,6 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn snapshots() -> Option<Vec<PathBuf>> {
-    let dir = repo_root().join("../shared/snapshots");
-    let rd = std::fs::read_dir(&dir).ok()?;
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
-    v.sort();
-    Some(v)
-}
-
 fn python() -> Option<&'static str> {
     ["python3", "python"].into_iter().find(|p| {
         Command::new(p)
@@ -104,8 +93,7 @@ fn compare(file: &Path, reference: &Value, ours: &Value) -> Vec<String> {
 
 #[test]
 fn stats_match_python_reference_on_real_snapshots() {
-    let Some(files) = snapshots() else {
-        println!("SKIP: ../shared/snapshots not found");
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return;
     };
     let Some(py) = python() else {

@@ -1,5 +1,5 @@
 //! Golden tests over the project's own fixtures (`tests/fixtures/*.txt`): each is rebuilt with
-//! `memlens_core::fixture`, run through `memlens stats --json`, and compared with
+//! `memlens_fixture`, run through `memlens stats --json`, and compared with
 //! `tests/golden/stats/<name>.json`; the committed binaries in `tests/fixtures/bin/` must equal
 //! what the builder writes now. `UPDATE_GOLDEN=1 cargo test -p memlens-cli --test
 //! fixtures_golden` rewrites both (review the diff).
@@ -57,8 +57,8 @@ const COMMITTED: &[&str] = &[
 ];
 
 fn build(name: &str, text: &str) -> (Vec<u8>, &'static str) {
-    let fx = memlens_core::fixture::parse(text)
-        .unwrap_or_else(|e| panic!("tests/fixtures/{name}.txt: {e}"));
+    let fx =
+        memlens_fixture::parse(text).unwrap_or_else(|e| panic!("tests/fixtures/{name}.txt: {e}"));
     let bytes = fx.to_bytes().unwrap_or_else(|e| panic!("{name}: {e}"));
     (bytes, fx.options().form.extension())
 }

@@ -29,7 +29,7 @@ fn python_reads_every_fixture_as_memlens_does() {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let fx = memlens_core::fixture::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let fx = memlens_fixture::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         let bytes = fx.to_bytes().unwrap_or_else(|e| panic!("{name}: {e}"));
         let out = dir.join(format!("{name}.{}", fx.options().form.extension()));
         std::fs::write(&out, bytes).unwrap_or_else(|e| panic!("{}: {e}", out.display()));

@@ -434,21 +434,9 @@ fn bad_input_exits_2_with_one_line() {
 
 // ---- real snapshots
 
-fn snapshots() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/snapshots");
-    let rd = std::fs::read_dir(&dir).ok()?;
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
-    v.sort();
-    Some(v)
-}
-
 #[test]
 fn real_snapshot_svg() {
-    let Some(files) = snapshots() else {
-        println!("SKIP: ../shared/snapshots not found");
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return;
     };
     let Some(file) = files
@@ -692,8 +680,7 @@ fn segsum_of(stats: &str, device: u64) -> String {
 /// `compare` of the file with itself finds nothing. Without python3 the upstream part is skipped.
 #[test]
 fn real_snapshots() {
-    let Some(files) = snapshots() else {
-        println!("SKIP: ../shared/snapshots not found");
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return;
     };
     assert!(!files.is_empty(), "no *.pickle in ../shared/snapshots");

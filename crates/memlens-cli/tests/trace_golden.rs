@@ -70,23 +70,23 @@ fn first_difference(got: &str, want: &str) -> String {
 
 #[test]
 fn trace_output_matches_golden_files() {
-    let snapshots = repo_root().join("../shared/snapshots");
-    if !snapshots.is_dir() {
-        println!("SKIP: ../shared/snapshots not found");
+    let Some(snapshots) = memlens_fixture::shared_snapshots() else {
         return;
-    }
+    };
     let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
     let golden_dir = repo_root().join("tests/golden/trace");
     let mut problems = Vec::new();
     for (stem, args, golden) in CASES {
-        let file = snapshots.join(format!("{stem}.pickle"));
-        if !file.is_file() {
-            println!("SKIP: {} not found", file.display());
+        let Some(file) = snapshots
+            .iter()
+            .find(|p| p.file_stem().is_some_and(|s| s == *stem))
+        else {
+            println!("SKIP: {stem}.pickle not found");
             continue;
-        }
+        };
         let out = match Command::new(env!("CARGO_BIN_EXE_memlens"))
             .arg("trace")
-            .arg(&file)
+            .arg(file)
             .args(*args)
             .output()
         {

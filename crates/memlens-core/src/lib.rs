@@ -5,7 +5,6 @@
 
 pub mod columns;
 pub mod error;
-pub mod fixture;
 pub mod flame;
 pub mod layout;
 pub mod loader;

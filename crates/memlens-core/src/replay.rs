@@ -406,17 +406,9 @@ mod tests {
     /// equal the stats timeline (baseline + running Σ alloc − free_completed) at every event.
     #[test]
     fn replay_matches_the_stats_timeline_on_real_snapshots() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/snapshots");
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            println!("SKIP: ../shared/snapshots not found");
+        let Some(files) = memlens_fixture::shared_snapshots() else {
             return;
         };
-        let mut files: Vec<_> = rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-            .collect();
-        files.sort();
         let (mut checked, mut skipped) = (0, 0);
         for f in &files {
             let bytes = std::fs::read(f).unwrap_or_default();

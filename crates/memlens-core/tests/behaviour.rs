@@ -249,7 +249,7 @@ fn fixtures_behave_as_recorded() {
     for p in names {
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let bytes =
-            memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
         check(
@@ -263,23 +263,14 @@ fn fixtures_behave_as_recorded() {
 
 #[test]
 fn real_snapshots_behave_as_recorded() {
-    let dir = repo_root().join("../shared/snapshots");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        assert!(
-            std::env::var_os("MEMLENS_REQUIRE_SHARED").is_none(),
-            "{} not found (MEMLENS_REQUIRE_SHARED is set)",
-            dir.display()
-        );
-        println!("SKIP: ../shared/snapshots not found");
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return;
     };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no *.pickle in {}", dir.display());
+    assert!(
+        !files.is_empty(),
+        "no *.pickle in {}",
+        memlens_fixture::shared_snapshots_dir().display()
+    );
     let mut failures = Vec::new();
     for p in files {
         let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

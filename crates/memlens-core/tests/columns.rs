@@ -92,7 +92,7 @@ fn fixtures_come_back_from_their_columns() {
     for p in names {
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let bytes =
-            memlens_core::fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         check(&p.display().to_string(), &s);
     }
@@ -100,23 +100,14 @@ fn fixtures_come_back_from_their_columns() {
 
 #[test]
 fn real_snapshots_come_back_from_their_columns() {
-    let dir = repo_root().join("../shared/snapshots");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        assert!(
-            std::env::var_os("MEMLENS_REQUIRE_SHARED").is_none(),
-            "{} not found (MEMLENS_REQUIRE_SHARED is set)",
-            dir.display()
-        );
-        println!("SKIP: ../shared/snapshots not found");
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return;
     };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no *.pickle in {}", dir.display());
+    assert!(
+        !files.is_empty(),
+        "no *.pickle in {}",
+        memlens_fixture::shared_snapshots_dir().display()
+    );
     for p in files {
         let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

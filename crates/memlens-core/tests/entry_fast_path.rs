@@ -3,9 +3,9 @@
 //! of them decode to the same model (or fail with the same error) both ways, whole and in
 //! chunks, and leave the same number of arena nodes and rows behind.
 
-use memlens_core::fixture;
 use memlens_core::model::normalize;
 use memlens_core::raw::{self, Encoding, PickleMachine, Progress, Sniff};
+use memlens_fixture as fixture;
 use std::path::Path;
 
 /// Decodes a pickle fed in chunks of `chunk` bytes (0: whole); the model as text, plus the
@@ -99,19 +99,9 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
 }
 
 fn real_snapshots() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/snapshots");
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "NOTICE: {} not found: real snapshots skipped",
-            dir.display()
-        );
+    let Some(paths) = fixture::shared_snapshots() else {
         return Vec::new();
     };
-    let mut paths: Vec<_> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
-    paths.sort();
     paths
         .into_iter()
         .filter_map(|p| {

@@ -7,10 +7,10 @@
 //! allocation made on a thread that asked for it, so "no big allocation" is checked, not hoped.
 #![allow(unsafe_code)]
 
-use memlens_core::fixture::{self, Form};
 use memlens_core::model::normalize;
 use memlens_core::raw::{Encoding, PickleMachine, Progress};
 use memlens_core::{load, snapshot_stats, DecodeError, Loader, Snapshot};
+use memlens_fixture::{self as fixture, Form};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
@@ -734,7 +734,7 @@ fn long_opcodes_cut_by_large_chunks_load_the_same() {
             text.push_str(&format!("free t{i}\n"));
         }
     }
-    let bytes = match memlens_core::fixture::build(&text) {
+    let bytes = match memlens_fixture::build(&text) {
         Ok(b) => b,
         Err(e) => panic!("fixture: {e}"),
     };

@@ -3,18 +3,14 @@
 //! the last event is the file's, a state does not depend on the direction it was reached from,
 //! and requested / reserved bytes follow the trace (the timeline's baseline + running sums).
 
+use memlens_core::device_stats;
 use memlens_core::model::{BlockState, Snapshot};
-
 use memlens_core::state::{AllocatorHistory, State, StateColumns};
 use memlens_core::trace::Action;
-use memlens_core::{device_stats, fixture};
+use memlens_fixture as fixture;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-
-fn snapshots_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/snapshots")
-}
 
 fn load_file(p: &std::path::Path) -> Snapshot {
     let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -433,8 +429,13 @@ fn check_folder(dir: &std::path::Path) -> usize {
         .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
         .collect();
     files.sort();
+    check_files(&files)
+}
+
+/// Checks every snapshot file; returns how many devices were checked.
+fn check_files(files: &[PathBuf]) -> usize {
     let mut checked = 0;
-    for p in &files {
+    for p in files {
         let s = load_file(p);
         let name = p
             .file_name()
@@ -476,7 +477,10 @@ fn check_folder(dir: &std::path::Path) -> usize {
 
 #[test]
 fn real_snapshots_hold_the_invariants() {
-    let n = check_folder(&snapshots_dir());
+    let Some(files) = fixture::shared_snapshots() else {
+        return;
+    };
+    let n = check_files(&files);
     println!("{n} devices checked");
 }
 

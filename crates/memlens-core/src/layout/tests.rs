@@ -487,20 +487,9 @@ fn from_parts_round_trips_and_rejects_bad_columns() {
 
 #[test]
 fn real_snapshots_keep_the_invariants() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/snapshots");
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        println!(
-            "NOTICE: {} not found; real-snapshot layout checks skipped",
-            dir.display()
-        );
+    let Some(files) = memlens_fixture::shared_snapshots() else {
         return;
     };
-    let mut files: Vec<_> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pickle"))
-        .collect();
-    files.sort();
     for f in files {
         let bytes = std::fs::read(&f).unwrap_or_default();
         let Ok(s) = crate::load(&bytes) else { continue };

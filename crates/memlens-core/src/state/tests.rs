@@ -9,7 +9,7 @@ use crate::model::BlockState;
 const MIB: u64 = 1 << 20;
 
 fn snap(text: &str) -> Snapshot {
-    let bytes = match crate::fixture::build(text) {
+    let bytes = match memlens_fixture::build(text) {
         Ok(b) => b,
         Err(e) => panic!("fixture: {e}"),
     };
