@@ -9,20 +9,11 @@ use crate::state_canvas::{fit, place, MapGeometry, PAD, ROW_H};
 use memlens_core::columns::round_trip;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::state::AllocatorHistory;
-use std::path::{Path, PathBuf};
 
 fn fixture_snapshots() -> Vec<(String, Snapshot)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let dir = memlens_fixture::fixtures_dir();
     let mut out = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.sort();
-    for p in files
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-    {
-        let text = std::fs::read_to_string(&p).unwrap_or_default();
+    for (p, text) in memlens_fixture::fixture_texts() {
         let Ok(bytes) = memlens_fixture::build(&text) else {
             continue;
         };

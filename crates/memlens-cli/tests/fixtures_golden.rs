@@ -17,22 +17,14 @@ fn update() -> bool {
 
 /// (name, fixture text) of every fixture, sorted by name.
 fn fixtures() -> Vec<(String, String)> {
-    let dir = repo_root().join("tests/fixtures");
-    let mut out = Vec::new();
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.extension().is_some_and(|x| x == "txt") {
-            let name = p
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let text =
-                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            out.push((name, text));
-        }
-    }
-    out.sort();
+    let dir = memlens_fixture::fixtures_dir();
+    let out: Vec<(String, String)> = memlens_fixture::fixture_texts()
+        .into_iter()
+        .map(|(p, text)| {
+            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned());
+            (name.unwrap_or_default(), text)
+        })
+        .collect();
     assert!(
         out.len() >= 15,
         "expected the fixture set in {}, found {}",

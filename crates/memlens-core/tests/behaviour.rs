@@ -232,22 +232,14 @@ fn check(name: &str, s: &Snapshot, failures: &mut Vec<String>) {
 
 #[test]
 fn fixtures_behave_as_recorded() {
-    let dir = repo_root().join("tests/fixtures");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    names.sort();
+    let fixtures = memlens_fixture::fixture_texts();
     assert!(
-        names.len() >= 15,
+        fixtures.len() >= 15,
         "fixture set missing in {}",
-        dir.display()
+        memlens_fixture::fixtures_dir().display()
     );
     let mut failures = Vec::new();
-    for p in names {
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    for (p, text) in fixtures {
         let bytes =
             memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

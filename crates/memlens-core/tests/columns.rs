@@ -7,12 +7,6 @@ use memlens_core::columns::{round_trip, Columns};
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::state::{AllocatorHistory, StateNumbers};
 use memlens_core::{DeviceStats, Snapshot};
-use std::path::{Path, PathBuf};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn back<T: Columns>(what: &str, v: &T) -> T {
     round_trip(v).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
@@ -76,21 +70,13 @@ fn check(name: &str, s: &Snapshot) {
 
 #[test]
 fn fixtures_come_back_from_their_columns() {
-    let dir = repo_root().join("tests/fixtures");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    names.sort();
+    let fixtures = memlens_fixture::fixture_texts();
     assert!(
-        names.len() >= 15,
+        fixtures.len() >= 15,
         "fixture set missing in {}",
-        dir.display()
+        memlens_fixture::fixtures_dir().display()
     );
-    for p in names {
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    for (p, text) in fixtures {
         let bytes =
             memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let s = memlens_core::load(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

@@ -6,7 +6,6 @@
 use memlens_core::model::normalize;
 use memlens_core::raw::{self, Encoding, PickleMachine, Progress, Sniff};
 use memlens_fixture as fixture;
-use std::path::Path;
 
 /// Decodes a pickle fed in chunks of `chunk` bytes (0: whole); the model as text, plus the
 /// arena's node and row counts, or the error.
@@ -74,16 +73,8 @@ fn same_both_ways(what: &str, bytes: &[u8]) {
 }
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    names.sort();
     let mut out = Vec::new();
-    for p in names {
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    for (p, text) in memlens_fixture::fixture_texts() {
         let fx = fixture::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         for protocol in 2..=5 {
             let Ok(bytes) = fx.clone().with_protocol(protocol).to_bytes() else {

@@ -966,21 +966,7 @@ fn a_trace_starting_mid_stream_reconstructs_what_it_frees() {
 /// Every fixture of `tests/fixtures` (made by the fixture builder) holds the invariants.
 #[test]
 fn every_fixture_holds_the_invariants() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        println!(
-            "NOTICE: {} is absent; fixture state checks skipped",
-            dir.display()
-        );
-        return;
-    };
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    for p in files {
-        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    for (p, text) in memlens_fixture::fixture_texts() {
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().to_string())

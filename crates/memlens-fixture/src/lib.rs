@@ -45,6 +45,7 @@
 
 mod document;
 mod error;
+mod files;
 mod parse;
 mod sink;
 mod snapshots;
@@ -53,6 +54,7 @@ mod write;
 
 pub use document::{Fixture, Form, Options, DEFAULT_CLOCK_STEP_US, DEFAULT_CLOCK_US};
 pub use error::FixtureError;
+pub use files::{fixture_texts, fixtures_dir};
 pub use snapshots::{shared_snapshots, shared_snapshots_dir, NO_SKIP_VAR, SNAPSHOTS_DIR_VAR};
 pub use write::html_page;
 
