@@ -7,62 +7,10 @@ use crate::protocol::FileInfo;
 use crate::state_data::{element_of_event, EventColumns, Shared, StateFrame};
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
+pub use memlens_core::view::View;
 use std::collections::HashMap;
 use std::rc::Rc;
 use yew::Reducible;
-
-/// The views, with upstream's names so users find their way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum View {
-    Timeline,
-    Allocated,
-    State,
-    Segments,
-    Settings,
-}
-
-impl View {
-    /// In upstream's menu order.
-    pub const ALL: [View; 5] = [
-        View::Timeline,
-        View::Allocated,
-        View::State,
-        View::Segments,
-        View::Settings,
-    ];
-
-    /// The URL hash value.
-    pub fn key(self) -> &'static str {
-        match self {
-            View::Timeline => "timeline",
-            View::Allocated => "allocated",
-            View::State => "state",
-            View::Segments => "segments",
-            View::Settings => "settings",
-        }
-    }
-    pub fn from_key(s: &str) -> Option<View> {
-        View::ALL.into_iter().find(|v| v.key() == s)
-    }
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Timeline => "Active Memory Timeline",
-            View::Allocated => "Allocated Memory (incl. Private Pools)",
-            View::State => "Allocator State History",
-            View::Segments => "Active Cached Segment Timeline",
-            View::Settings => "Allocator Settings",
-        }
-    }
-    /// Which stacked layout the view draws, if any.
-    pub fn kind(self) -> Option<TimelineKind> {
-        match self {
-            View::Timeline => Some(TimelineKind::Active),
-            View::Allocated => Some(TimelineKind::Allocated),
-            View::Segments => Some(TimelineKind::Segments),
-            View::State | View::Settings => None,
-        }
-    }
-}
 
 /// View state as the URL hash holds it.
 #[derive(Debug, Clone, Default, PartialEq)]

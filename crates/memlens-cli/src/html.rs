@@ -13,6 +13,7 @@ use crate::load::{load, read_bytes, CliError};
 use base64::Engine;
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use memlens_core::view::View;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -43,31 +44,12 @@ pub fn viewer_csp(viewer: &str) -> Option<&str> {
     rest.get(..rest.find('"')?)
 }
 
-/// The view a report opens in (the viewer's `#view=` keys).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    /// Active Memory Timeline (upstream's trace_plot).
-    Timeline,
-    /// Allocated Memory (incl. Private Pools).
-    Allocated,
-    /// Allocator State History.
-    State,
-    /// Active Cached Segment Timeline (upstream's segment_plot).
-    Segments,
-    /// Allocator Settings.
-    Settings,
-}
-
-impl View {
-    pub fn key(self) -> &'static str {
-        match self {
-            View::Timeline => "timeline",
-            View::Allocated => "allocated",
-            View::State => "state",
-            View::Segments => "segments",
-            View::Settings => "settings",
-        }
-    }
+/// `--view KEY`: one of the viewer's `#view=` keys ([`View::key`]).
+fn parse_view(s: &str) -> Result<View, String> {
+    View::from_key(s).ok_or_else(|| {
+        let keys: Vec<&str> = View::ALL.iter().map(|v| v.key()).collect();
+        format!("unknown view {s:?}; one of: {}", keys.join(", "))
+    })
 }
 
 #[derive(clap::Args)]
@@ -79,8 +61,10 @@ pub struct Args {
     /// <snapshot file name>.html in the current folder (memlens-report.html for several).
     #[arg(short, long)]
     output: Option<String>,
-    /// The view the report opens in.
-    #[arg(long, value_enum)]
+    /// The view the report opens in: timeline (Active Memory Timeline), allocated (Allocated
+    /// Memory incl. Private Pools), state (Allocator State History), segments (Active Cached
+    /// Segment Timeline) or settings (Allocator Settings).
+    #[arg(long, value_parser = parse_view)]
     view: Option<View>,
 }
 

@@ -13,6 +13,7 @@ pub mod raw;
 pub mod replay;
 pub mod state;
 pub mod trace;
+pub mod view;
 pub mod write;
 
 pub use error::DecodeError;
