@@ -83,7 +83,7 @@ for (const f of files) {
   await page.goto(base);
   await page.waitForSelector('#memlens[data-state=empty]');
   // A user takes a moment between opening the page and dropping a file; the worker uses it to
-  // run its code once on a small generated snapshot (web/src/worker.rs `warm_up`).
+  // run its code once on a small generated snapshot (web/src/worker/warm_up.rs).
   await page.waitForTimeout(IDLE_MS);
   await page.setInputFiles('[data-testid=file-input]', f);
   await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });

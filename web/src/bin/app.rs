@@ -1,5 +1,5 @@
 //! Main-thread entry point: mounts the Yew app on `<body>`.
 
 fn main() {
-    yew::Renderer::<memlens_web::app::App>::new().render();
+    yew::Renderer::<memlens_web::page::app::App>::new().render();
 }

@@ -3,7 +3,7 @@
 //! scroll like ten. Past a few hundred thousand rows the scroll range is compressed (browsers
 //! cap an element's height), so the scrollbar maps proportionally onto the rows.
 
-use crate::state_data::{EventColumns, Shared};
+use crate::wire::history::{EventColumns, Shared};
 use memlens_core::trace::Action;
 use web_sys::{Element, Event};
 use yew::prelude::*;

@@ -9,7 +9,7 @@
 //! colour per allocation, pending-free blocks red, the rounding waste at the end of each block
 //! light red, free blocks (holes) white.
 
-use crate::state_data::StateFrame;
+use crate::wire::history::StateFrame;
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::model::BlockState;
 use web_sys::HtmlCanvasElement;
@@ -312,7 +312,7 @@ pub fn draw(
     t: Transform,
     marks: Marks,
 ) -> usize {
-    let Some((ctx, w, h)) = crate::canvas::prepare(canvas) else {
+    let Some((ctx, w, h)) = crate::page::canvas::prepare(canvas) else {
         return 0;
     };
     let sx = |x: f64| x * t.k + t.tx;
@@ -472,3 +472,7 @@ pub fn draw(
     }
     slices
 }
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

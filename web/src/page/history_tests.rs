@@ -4,11 +4,15 @@
 //! states come back from their columns as the worker ships them, the link from events and
 //! blocks to timeline elements, and the map's placement and hit test.
 
-use super::*;
-use crate::state_canvas::{fit, place, MapGeometry, PAD, ROW_H};
+use super::{fit, place, MapGeometry, PAD, ROW_H};
+use crate::wire::history::*;
 use memlens_core::columns::round_trip;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::state::AllocatorHistory;
+use memlens_core::trace::{Action, TIME_NONE};
+use memlens_core::Snapshot;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 fn fixture_snapshots() -> Vec<(String, Snapshot)> {
     let dir = memlens_fixture::fixtures_dir();

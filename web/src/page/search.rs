@@ -2,11 +2,11 @@
 //! with the number of matches, and the x axis (event index or wall-clock time). Queries go to
 //! the worker (which holds the frames) on every keystroke; the reply, a bitset over the
 //! layout's elements, becomes [`memlens_core::layout::Matches`] for the renderer in the
-//! reducer (`crate::state::SearchOutcome`).
+//! reducer (`crate::page::app_state::SearchOutcome`).
 
-use crate::bridge::Bridge;
-use crate::protocol::ToWorker;
-use crate::state::{Action, AppState};
+use crate::page::app_state::{Action, AppState};
+use crate::page::bridge::Bridge;
+use crate::wire::protocol::ToWorker;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::JsValue;

@@ -1,10 +1,10 @@
 //! Allocator State History data: the device's trace as list columns (for the event list) and
 //! one state as core's segment/block columns (for the canvas), built from the model in the
-//! worker and shipped through `memlens_core::columns` (`crate::wire`). Also the lookups that
+//! worker and shipped through `memlens_core::columns` (`crate::wire::pack`). Also the lookups that
 //! link the view with the timeline: which timeline element (band) a block or an event belongs
 //! to.
 
-use crate::protocol::{OomEvent, StateEventsMeta};
+use crate::wire::protocol::{OomEvent, StateEventsMeta};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::TimelineLayout;
 use memlens_core::model::BlockState;
@@ -416,7 +416,3 @@ pub fn element_of_event(
         _ => None,
     }
 }
-
-#[cfg(test)]
-#[path = "state_tests.rs"]
-mod tests;

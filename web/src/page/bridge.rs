@@ -2,7 +2,7 @@
 //! page works under any path prefix; or from the single-file page's `memlensHost`), queues
 //! messages until the worker's wasm is up, keeps track of what was asked (a layout once, the
 //! state history's list once, one state at a time), and dispatches each reply, decoded by
-//! `crate::reply`, as a reducer action.
+//! `crate::page::reply`, as a reducer action.
 //!
 //! Every network read happens here, on the page, where the Content-Security-Policy
 //! (`connect-src 'self'`) governs it: a URL is fetched by the page and handed to the worker as a
@@ -13,11 +13,11 @@
 //! embedded copy of a file (the example) as a `Promise<Blob>`, and `preload()` lists the files
 //! to open at start (`{name, url}` from `memlens serve`, `{name, blob}` in `memlens html` reports).
 
-use crate::clock::now_ms;
-use crate::protocol::ToWorker;
-use crate::reply::Reply;
-use crate::state::{Action, AppState, LayoutKey};
-use crate::wire;
+use crate::page::app_state::{Action, AppState, LayoutKey};
+use crate::page::reply::Reply;
+use crate::wire::clock::now_ms;
+use crate::wire::pack;
+use crate::wire::protocol::ToWorker;
 use gloo_events::EventListener;
 use js_sys::{Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
@@ -44,7 +44,7 @@ struct Port {
 
 impl Port {
     fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
-        let m = wire::message(msg, extra);
+        let m = pack::message(msg, extra);
         if self.ready.get() {
             let _ = self.worker.post_message(&m);
         } else {
@@ -164,7 +164,7 @@ impl Replies {
                     let _ = self.port.worker.post_message(&m);
                 }
             }
-            Reply::WarmUpLayout(l) => crate::canvas::warm_up(l),
+            Reply::WarmUpLayout(l) => crate::page::canvas::warm_up(l),
             Reply::Loaded { id, info } => {
                 // The worker sends the default layout unasked (unless the page opened on the
                 // state view, which asks for it).
@@ -354,7 +354,7 @@ impl Bridge {
         }
     }
 
-    /// Sends a search request (see `crate::search`).
+    /// Sends a search request (see `crate::page::search`).
     pub fn send_search(&self, msg: &ToWorker) {
         self.send(msg, &[]);
     }

@@ -3,8 +3,8 @@
 //! mirrors the view (`#file=..&device=..&view=..&x0=..&x1=..`, `&event=..` in the Allocator State
 //! History).
 
-use crate::protocol::FileInfo;
-use crate::state_data::{element_of_event, EventColumns, Shared, StateFrame};
+use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
+use crate::wire::protocol::FileInfo;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
 pub use memlens_core::view::View;
@@ -176,7 +176,7 @@ pub struct AppState {
     /// Timelines: the search boxes (address, frame) and the query's sequence number.
     pub search_text: (String, String),
     pub search_seq: u32,
-    /// The answer to the latest query (`crate::search`).
+    /// The answer to the latest query (`crate::page::search`).
     pub search: Option<SearchOutcome>,
     /// Timelines: x axis in wall-clock time.
     pub time_axis: bool,
@@ -602,7 +602,7 @@ impl Reducible for AppState {
                     })
                     .map(|f| f.event);
                 let el = match (layout, at) {
-                    (Some(l), Some(at)) => crate::state_data::element_at(&l.0, addr, at, false),
+                    (Some(l), Some(at)) => crate::wire::history::element_at(&l.0, addr, at, false),
                     _ => None,
                 };
                 s.selected = el;

@@ -1,7 +1,7 @@
 //! Messages between the page and the decoding worker. Headers travel as one JSON string
 //! (`msg`); bulk data as core's own result types, packed through
 //! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
-//! copied (`crate::wire`); a file to open travels as the `File` itself.
+//! copied (`crate::wire::pack`); a file to open travels as the `File` itself.
 
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineKind;
@@ -39,7 +39,7 @@ pub enum ToWorker {
         elem: u32,
         full: bool,
     },
-    /// Allocator State History: the device's trace as list columns (`crate::state_data::EventColumns`).
+    /// Allocator State History: the device's trace as list columns (`crate::wire::history::EventColumns`).
     StateEvents {
         id: u32,
         device: u32,
@@ -91,12 +91,12 @@ pub struct FileInfo {
 }
 
 /// Worker → page: the small facts of a reply, as JSON under `msg`. A reply's bulk data is its
-/// payload, a [`memlens_core::columns::Columns`] type packed beside the header (`crate::wire`); each variant names it.
+/// payload, a [`memlens_core::columns::Columns`] type packed beside the header (`crate::wire::pack`); each variant names it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum FromWorker {
     Ready,
-    /// The worker's warm-up layout (web/src/worker.rs `warm_up`), payload a `TimelineLayout`:
+    /// The worker's warm-up layout (web/src/worker/warm_up.rs), payload a `TimelineLayout`:
     /// the page unpacks and draws it once off screen, so that its own code is compiled and
     /// optimized before the user's first file.
     WarmUpLayout,

@@ -4,13 +4,13 @@
 //! while a request is in flight, newer selections wait and only the last one is sent), and
 //! links with the timeline through the pinned element (`AppState::selected`).
 
-use crate::bridge::Bridge;
-use crate::clock::now_ms;
-use crate::event_list::{EventList, ROW_PX};
-use crate::panels::StackPanel;
-use crate::state::{Action, AppState, View};
-use crate::state_canvas::{self, Hit, MapGeometry, Marks, Transform};
-use crate::state_data::{format_size, EventColumns, Shared, StateFrame};
+use crate::page::app_state::{Action, AppState, View};
+use crate::page::bridge::Bridge;
+use crate::page::event_list::{EventList, ROW_PX};
+use crate::page::history_canvas::{self, Hit, MapGeometry, Marks, Transform};
+use crate::page::panels::StackPanel;
+use crate::wire::clock::now_ms;
+use crate::wire::history::{format_size, EventColumns, Shared, StateFrame};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::model::BlockState;
 use memlens_core::state::{OomNumbers, StateNumbers};
@@ -409,9 +409,9 @@ pub fn state_view(p: &Props) -> Html {
             let (Some(c), Some(f)) = (canvas.cast::<HtmlCanvasElement>(), frame) else {
                 return;
             };
-            let (w, h) = state_canvas::css_size(&c);
-            let g = state_canvas::fit(f, *peak, (w - 2.0 * state_canvas::PAD).max(50.0), h);
-            state_canvas::draw(&c, f, &g, *t, *marks);
+            let (w, h) = history_canvas::css_size(&c);
+            let g = history_canvas::fit(f, *peak, (w - 2.0 * history_canvas::PAD).max(50.0), h);
+            history_canvas::draw(&c, f, &g, *t, *marks);
             if *bytes_per_row != g.bytes_per_row {
                 bytes_per_row.set(g.bytes_per_row);
             }
@@ -476,7 +476,7 @@ pub fn state_view(p: &Props) -> Html {
                 let t = l.transform.zoom_at(e.offset_x() as f64, factor);
                 l.on_transform.emit(t);
             };
-            let cleanup = crate::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
+            let cleanup = crate::page::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
             Box::new(move || cleanup.into_iter().for_each(|f| f()))
         });
     }
@@ -600,7 +600,7 @@ pub fn state_view(p: &Props) -> Html {
             let zoom = |factor: f64| {
                 let w = canvas
                     .cast::<HtmlCanvasElement>()
-                    .map_or(400.0, |c| state_canvas::css_size(&c).0);
+                    .map_or(400.0, |c| history_canvas::css_size(&c).0);
                 transform.set(transform.zoom_at(w / 2.0, factor));
             };
             match e.key().as_str() {
@@ -723,11 +723,11 @@ pub fn state_view(p: &Props) -> Html {
                 }
                 <div class="state-map">
                     <div class="state-legend">
-                        <span class="sw" style={format!("background:{}", state_canvas::BLOCK_COLOURS[0])}
+                        <span class="sw" style={format!("background:{}", history_canvas::BLOCK_COLOURS[0])}
                             title="allocated: one colour per allocation"></span>{ "allocated" }
-                        <span class="sw" style={format!("background:{}", state_canvas::PENDING_COLOUR)}
+                        <span class="sw" style={format!("background:{}", history_canvas::PENDING_COLOUR)}
                             title="freed, waiting for its streams (record_stream)"></span>{ "pending free" }
-                        <span class="sw" style={format!("background:{}", state_canvas::WASTE_COLOUR)}
+                        <span class="sw" style={format!("background:{}", history_canvas::WASTE_COLOUR)}
                             title="block size − requested size"></span>{ "rounding waste" }
                         <span class="sw free" title="inactive block: a hole in its segment"></span>{ "free" }
                         if p.frame.is_none() { <span class="muted">{ " · reconstructing…" }</span> }

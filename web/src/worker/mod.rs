@@ -2,9 +2,13 @@
 //! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
 
-use crate::clock::now_ms;
-use crate::protocol::{FileInfo, FromWorker, ToWorker};
-use crate::wire;
+pub mod history;
+pub mod search;
+pub mod warm_up;
+
+use crate::wire::clock::now_ms;
+use crate::wire::pack;
+use crate::wire::protocol::{FileInfo, FromWorker, ToWorker};
 use gloo_events::EventListener;
 use js_sys::Uint8Array;
 use memlens_core::layout::context::element_context;
@@ -35,10 +39,10 @@ const COPY_BYTES: u32 = 1 << 20;
 struct Ready {
     snap: Snapshot,
     layouts: HashMap<(u32, TimelineKind), TimelineLayout>,
-    /// Allocator State History per device (crate::state_worker).
-    state: crate::state_worker::StateCache,
-    /// Search indices (crate::search_worker).
-    search: crate::search_worker::SearchCache,
+    /// Allocator State History per device (crate::worker::history).
+    state: crate::worker::history::StateCache,
+    /// Search indices (crate::worker::search).
+    search: crate::worker::search::SearchCache,
 }
 
 #[derive(Default)]
@@ -54,7 +58,7 @@ fn scope() -> DedicatedWorkerGlobalScope {
 }
 
 fn post(msg: &FromWorker) {
-    wire::reply(msg).post();
+    pack::reply(msg).post();
 }
 
 /// Installs the message handler and tells the page it is ready.
@@ -78,11 +82,11 @@ pub fn start() {
 }
 
 /// Runs the decoder, the stats and the timeline layout once on a small generated snapshot
-/// ([`crate::warm_up`]) while the page waits for a file. V8 first runs wasm code in its baseline
+/// ([`crate::worker::warm_up`]) while the page waits for a file. V8 first runs wasm code in its baseline
 /// tier and optimizes the functions that turn out hot; without this, a 3.7 MB snapshot decoded
 /// ~4× slower than natively (decode 60–90 ms, layout 42–55 ms against 17 and 4 ms native).
 fn warm_up() {
-    let Ok(bytes) = crate::warm_up::snapshot_pickle() else {
+    let Ok(bytes) = crate::worker::warm_up::snapshot_pickle() else {
         return;
     };
     let mut loader = Loader::new(Some(bytes.len() as u64));
@@ -97,11 +101,11 @@ fn warm_up() {
     let _ = memlens_core::snapshot_stats(&snap);
     let l = TimelineLayout::build(&snap, 0, TimelineKind::Active);
     // The page warms its own side (unpacking, drawing) on the same layout.
-    wire::reply_with(&FromWorker::WarmUpLayout, &l).post();
+    pack::reply_with(&FromWorker::WarmUpLayout, &l).post();
 }
 
 fn handle(state: &Shared, data: JsValue) {
-    let msg: ToWorker = match wire::header(&data) {
+    let msg: ToWorker = match pack::header(&data) {
         Ok(m) => m,
         Err(e) => {
             web_sys::console::error_1(&e.into());
@@ -112,7 +116,7 @@ fn handle(state: &Shared, data: JsValue) {
         ToWorker::Open {
             id, state_first, ..
         } => {
-            let file = wire::field(&data, "file");
+            let file = pack::field(&data, "file");
             let st = state.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let t0 = now_ms();
@@ -148,12 +152,12 @@ fn handle(state: &Shared, data: JsValue) {
         ToWorker::StateEvents { id, device } => {
             let mut s = state.borrow_mut();
             let f = s.files.get_mut(&id).map(|f| (&f.snap, &mut f.state));
-            crate::state_worker::send_events(f, id, device);
+            crate::worker::history::send_events(f, id, device);
         }
         ToWorker::StateAt { id, device, event } => {
             let mut s = state.borrow_mut();
             let f = s.files.get_mut(&id).map(|f| (&f.snap, &mut f.state));
-            crate::state_worker::send_state(f, id, device, event);
+            crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Search {
             id,
@@ -168,7 +172,7 @@ fn handle(state: &Shared, data: JsValue) {
                 layout_for(f, device, kind);
                 (&f.snap, f.layouts.get(&(device, kind)), &mut f.search)
             });
-            crate::search_worker::send_result(f, id, device, kind, seq, &address, &frame);
+            crate::worker::search::send_result(f, id, device, kind, seq, &address, &frame);
         }
         ToWorker::Context {
             id,
@@ -436,7 +440,7 @@ fn send_layout_as(st: &Shared, id: u32, device: u32, kind: TimelineKind, preview
         kind,
         build_ms,
     };
-    let out = wire::reply_with(&msg, &*l);
+    let out = pack::reply_with(&msg, &*l);
     // The page draws from its own copy; stack lookups here need only the element columns.
     if !l.is_preview() {
         l.strip_geometry();

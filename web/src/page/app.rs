@@ -2,11 +2,13 @@
 //! current view and the stack panel. Side effects live here: the worker bridge, drag-and-drop,
 //! `?src=`, and keeping the URL hash and the state in step.
 
-use crate::bridge::Bridge;
-use crate::clock::now_ms;
-use crate::panels::{EmptyState, LoadProgress, SettingsView, StackPanel, SummaryStrip, Warnings};
-use crate::state::{Action, AppState, FileStatus, HashState, View};
-use crate::timeline::TimelineView;
+use crate::page::app_state::{Action, AppState, FileStatus, HashState, View};
+use crate::page::bridge::Bridge;
+use crate::page::panels::{
+    EmptyState, LoadProgress, SettingsView, StackPanel, SummaryStrip, Warnings,
+};
+use crate::page::timeline::TimelineView;
+use crate::wire::clock::now_ms;
 use gloo_events::{EventListener, EventListenerOptions};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -124,8 +126,8 @@ pub fn app() -> Html {
     let have_context = state.context.as_ref().map(|(k, e, f, _)| (*k, *e, *f));
     // The pinned element's layout (the Active one in the Allocator State History).
     let element_key = state.element_key();
-    crate::state_view::use_state_requests(&state, bridge.clone());
-    crate::search::use_search_requests(&state, bridge.clone());
+    crate::page::history_view::use_state_requests(&state, bridge.clone());
+    crate::page::search::use_search_requests(&state, bridge.clone());
     {
         let bridge = bridge.clone();
         use_effect_with(
@@ -286,7 +288,7 @@ pub fn app() -> Html {
             FileStatus::Ready(info) => {
                 let content = match (view, view.kind()) {
                     (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
-                    (View::State, _) => crate::state_view::state_body(&state),
+                    (View::State, _) => crate::page::history_view::state_body(&state),
                     (_, Some(kind)) => match state.current_layout() {
                         Some(l) => {
                             let l = l.clone();
@@ -305,7 +307,7 @@ pub fn app() -> Html {
                                     if view == View::Allocated {
                                         <p class="note small">{ "Each private pool (CUDA graphs, MemPool) is a gray envelope as tall as the larger of its reserved segments and its live allocations, with its allocations stacked inside; unlike upstream's, it shrinks when the pool's segments are freed." }</p>
                                     }
-                                    { crate::search::controls(&state) }
+                                    { crate::page::search::controls(&state) }
                                     <div class="plot-and-stack">
                                         <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
                                             matches={state.search.as_ref().filter(|o| Some(o.key) == key && o.seq == state.search_seq).and_then(|o| o.matches.clone())}

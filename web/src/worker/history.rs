@@ -1,13 +1,13 @@
 //! The worker's side of the Allocator State History: one `memlens_core::state::AllocatorHistory`
 //! per device, built on first use (or in idle time right after load) and kept with the `State`
 //! that requests move, so stepping ±1 costs microseconds; and the replies: the device's trace
-//! as list columns and one state as core's columns (both `crate::state_data`), shipped through
-//! `crate::wire`.
+//! as list columns and one state as core's columns (both `crate::wire::history`), shipped through
+//! `crate::wire::pack`.
 
-use crate::clock::now_ms;
-use crate::protocol::FromWorker;
-use crate::state_data::{EventColumns, StateFrame};
-use crate::wire;
+use crate::wire::clock::now_ms;
+use crate::wire::history::{EventColumns, StateFrame};
+use crate::wire::pack;
+use crate::wire::protocol::FromWorker;
 use memlens_core::state::{AllocatorHistory, State};
 use memlens_core::Snapshot;
 use std::collections::HashMap;
@@ -85,7 +85,7 @@ pub fn send_events(file: Option<(&Snapshot, &mut StateCache)>, id: u32, device: 
         None => EventColumns::build(snap, device, h.history.diagnostics().warnings()),
     };
     c.meta.build_ms = build_ms;
-    wire::reply_with(&FromWorker::StateEvents { id, device }, &c).post();
+    pack::reply_with(&FromWorker::StateEvents { id, device }, &c).post();
 }
 
 /// Answers `StateAt` (always, so the page never waits forever): the state after `event`.
@@ -101,7 +101,7 @@ pub fn send_state(
         requested: event,
     };
     let Some((snap, cache)) = file else {
-        wire::reply_with(&reply, &StateFrame::default()).post();
+        pack::reply_with(&reply, &StateFrame::default()).post();
         return;
     };
     let n = snap.device_rows(device).len();
@@ -129,5 +129,5 @@ pub fn send_state(
             ..StateFrame::from_state(&h.state)
         }
     };
-    wire::reply_with(&reply, &frame).post();
+    pack::reply_with(&reply, &frame).post();
 }

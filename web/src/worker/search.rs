@@ -2,9 +2,9 @@
 //! columns), so a query is answered here and the page gets a bitset over the layout's elements.
 //! The frame index (per file) and the address labels (per layout) are built on first use.
 
-use crate::clock::now_ms;
-use crate::protocol::{FromWorker, SearchHits};
-use crate::wire;
+use crate::wire::clock::now_ms;
+use crate::wire::pack;
+use crate::wire::protocol::{FromWorker, SearchHits};
 use memlens_core::layout::{AddressLabels, SearchIndex, SearchQuery, TimelineKind, TimelineLayout};
 use memlens_core::Snapshot;
 use std::collections::HashMap;
@@ -56,8 +56,8 @@ pub fn send_result(
         search_ms: now_ms() - t0,
     };
     match hits {
-        Some(h) => wire::reply_with(&msg, &h),
-        None => wire::reply(&msg),
+        Some(h) => pack::reply_with(&msg, &h),
+        None => pack::reply(&msg),
     }
     .post();
 }

@@ -9,11 +9,11 @@
 //! detail and canvas calls), `data-paint-ms` (canvas calls alone), `data-rects`, `data-bands`
 //! (bands drawn one by one) and `data-hit-ms`, for the browser benchmarks.
 
-use crate::canvas::{
+use crate::page::app_state::{SharedLayout, SharedMatches};
+use crate::page::canvas::{
     draw_overview, draw_timeline, overview_viewport, DrawOptions, MARGIN_LEFT, MARGIN_TOP,
 };
-use crate::clock::now_ms;
-use crate::state::{SharedLayout, SharedMatches};
+use crate::wire::clock::now_ms;
 use memlens_core::layout::context::tooltip;
 use memlens_core::layout::{TimeMap, TimelineKind, Viewport};
 use std::sync::Arc;
@@ -200,7 +200,7 @@ pub fn timeline_view(p: &Props) -> Html {
                 let w = zoom_px(vp, at, factor, layout.0.x_end() as f64);
                 l.on_window.emit(Some(w));
             };
-            let cleanup = crate::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
+            let cleanup = crate::page::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
             Box::new(move || cleanup.into_iter().for_each(|f| f()))
         });
     }
@@ -386,7 +386,7 @@ pub fn timeline_view(p: &Props) -> Html {
             MARGIN_LEFT + a.min(b),
             (b - a).abs(),
             MARGIN_TOP,
-            crate::canvas::MARGIN_BOTTOM
+            crate::page::canvas::MARGIN_BOTTOM
         )
     });
     html! {

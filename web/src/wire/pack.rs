@@ -3,8 +3,8 @@
 //! JSON object under `head`, its columns as typed arrays under `cols`, whose buffers are
 //! transferred, not copied. Other payloads (the file to open) are extra fields.
 
-use crate::clock::now_ms;
-use crate::protocol::FromWorker;
+use crate::wire::clock::now_ms;
+use crate::wire::protocol::FromWorker;
 use js_sys::{
     Array, BigInt64Array, BigUint64Array, Float32Array, Float64Array, Object, Reflect, Uint32Array,
     Uint8Array,

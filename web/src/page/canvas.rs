@@ -2,7 +2,7 @@
 //! batch), axes with binary-unit ticks and event-index or wall-clock x ticks, region labels,
 //! and the overview strip. Handles `devicePixelRatio` so lines stay sharp.
 
-use crate::clock::now_ms;
+use crate::wire::clock::now_ms;
 use memlens_core::layout::axis::{bytes_ticks, count_ticks, time_ticks};
 use memlens_core::layout::{
     render_overview, render_timeline, Matches, Painter, RenderOptions, RenderStats, Style, TimeMap,
@@ -269,7 +269,7 @@ pub fn draw_timeline(
     }
     ctx.set_text_align("right");
     ctx.set_fill_style_str("#777777");
-    // (What time 0 is, on the time axis, is said above the plot: `crate::search::controls`.)
+    // (What time 0 is, on the time axis, is said above the plot: `crate::page::search::controls`.)
     let caption = if vp.time().is_some() { "time" } else { "event" };
     let _ = ctx.fill_text(caption, MARGIN_LEFT - 6.0, MARGIN_TOP + ph + 5.0);
     // Bands, clipped to the plot.

@@ -1,7 +1,7 @@
 //! Small presentational pieces: the summary strip, the stack panel, the allocator settings,
 //! load progress and the empty state. They format what they are given and nothing else.
 
-use crate::protocol::FileInfo;
+use crate::wire::protocol::FileInfo;
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::context::{ElementContext, NO_FRAMES_REASON};
 use memlens_core::DeviceStats;

@@ -1,12 +1,12 @@
 //! Worker → page, on the page: every message is decoded here once, header and payload, into a
 //! typed [`Reply`], which then becomes a reducer action. Views send requests (through
-//! `crate::bridge`) and never look at a message.
+//! `crate::page::bridge`) and never look at a message.
 
-use crate::clock::now_ms;
-use crate::protocol::{FileInfo, FromWorker, SearchHits};
-use crate::state::{Action, LayoutKey};
-use crate::state_data::{EventColumns, Shared, StateFrame};
-use crate::wire;
+use crate::page::app_state::{Action, LayoutKey};
+use crate::wire::clock::now_ms;
+use crate::wire::history::{EventColumns, Shared, StateFrame};
+use crate::wire::pack;
+use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
 use std::rc::Rc;
@@ -57,7 +57,7 @@ pub enum Reply {
 /// A layout payload, with the page's side of its cost in the console.
 fn unpack_layout(data: &JsValue) -> Result<TimelineLayout, String> {
     let t0 = now_ms();
-    let u = wire::unpack::<TimelineLayout>(data)?;
+    let u = pack::unpack::<TimelineLayout>(data)?;
     web_sys::console::log_1(
         &format!(
             "memlens: layout columns copied into the page in {:.0} ms, indices (level of detail, maxima) built in {:.0} ms",
@@ -72,7 +72,7 @@ fn unpack_layout(data: &JsValue) -> Result<TimelineLayout, String> {
 impl Reply {
     /// Decodes a message; `Err` for one that is not a reply to act on (logged by the caller).
     pub fn decode(data: &JsValue) -> Result<Reply, String> {
-        Ok(match wire::header::<FromWorker>(data)? {
+        Ok(match pack::header::<FromWorker>(data)? {
             FromWorker::Ready => Reply::Ready,
             FromWorker::WarmUpLayout => Reply::WarmUpLayout(unpack_layout(data)?),
             FromWorker::Progress { id, done, total } => Reply::Progress { id, done, total },
@@ -129,7 +129,7 @@ impl Reply {
                 ctx,
             },
             FromWorker::StateEvents { id, device } => {
-                let ev = wire::unpack::<EventColumns>(data).map_err(|e| format!("memlens: {e}"))?;
+                let ev = pack::unpack::<EventColumns>(data).map_err(|e| format!("memlens: {e}"))?;
                 let ev = EventColumns {
                     file: id,
                     device,
@@ -150,7 +150,7 @@ impl Reply {
                 device,
                 requested,
             } => {
-                let frame = wire::unpack::<StateFrame>(data).map_or_else(
+                let frame = pack::unpack::<StateFrame>(data).map_or_else(
                     |e| {
                         web_sys::console::error_1(&format!("memlens: {e}").into());
                         StateFrame::default()
@@ -176,7 +176,7 @@ impl Reply {
             } => {
                 let bits = error
                     .is_none()
-                    .then(|| wire::unpack::<SearchHits>(data).ok())
+                    .then(|| pack::unpack::<SearchHits>(data).ok())
                     .flatten()
                     .map(|h| h.value.bits);
                 Reply::Search {

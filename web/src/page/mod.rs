@@ -1,0 +1,15 @@
+//! The page (main thread): the reducer ([`app_state`]), the app and its views (timeline, Allocator
+//! State History, panels, search), the canvas painter, and the bridge that starts the worker and
+//! turns each of its replies into one reducer action ([`reply`]).
+
+pub mod app;
+pub mod app_state;
+pub mod bridge;
+pub mod canvas;
+pub mod event_list;
+pub mod history_canvas;
+pub mod history_view;
+pub mod panels;
+pub mod reply;
+pub mod search;
+pub mod timeline;
