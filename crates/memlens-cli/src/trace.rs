@@ -6,7 +6,7 @@
 use crate::fmt::Bytes;
 use crate::load::{load, CliError};
 use memlens_core::model::Segment;
-use memlens_core::trace::{Action, TIME_NONE};
+use memlens_core::trace::Action;
 use memlens_core::Snapshot;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, BufWriter, Write};
@@ -252,7 +252,7 @@ impl<'a> Replay<'a> {
             num(&t.size_bytes)
         )?;
         write!(out, ", 'stream': {}", t.stream.get(i).copied().unwrap_or(0))?;
-        if let Some(&time) = t.time_us.get(i).filter(|&&x| x != TIME_NONE) {
+        if let Some(time) = t.time_of(i) {
             write!(out, ", 'time_us': {time}")?;
         }
         for (key, col) in [

@@ -53,7 +53,7 @@ pub struct EventColumns {
     pub version: Vec<u32>,
     /// Stream ordinal (an index into `meta.streams`).
     pub stream: Vec<u32>,
-    /// µs since the epoch; `i64::MIN` where the entry has none.
+    /// µs since the epoch; [`TIME_NONE`] where the entry has none (the column travels as it is).
     pub time_us: Vec<i64>,
     pub meta: StateEventsMeta,
 }
@@ -164,8 +164,7 @@ impl EventColumns {
             c.size_bytes.push(size);
             c.version.push(v);
             c.stream.push(o);
-            c.time_us
-                .push(t.time_us.get(r).copied().unwrap_or(TIME_NONE));
+            c.time_us.push(t.time_of(r).unwrap_or(TIME_NONE));
         }
         c
     }
@@ -235,12 +234,12 @@ impl EventColumns {
     }
 
     pub fn time_of(&self, i: usize) -> Option<i64> {
-        self.time_us.get(i).copied().filter(|&t| t != i64::MIN)
+        self.time_us.get(i).copied().filter(|&t| t != TIME_NONE)
     }
 
     /// The first entry's time, if the trace has times.
     pub fn first_time_us(&self) -> Option<i64> {
-        self.time_us.iter().copied().find(|&t| t != i64::MIN)
+        self.time_us.iter().copied().find(|&t| t != TIME_NONE)
     }
 
     /// The last entry at or before `t_us` (the first entry when `t_us` is earlier than all).
@@ -252,7 +251,7 @@ impl EventColumns {
         // with the ones before them.
         let k = self
             .time_us
-            .partition_point(|&t| t == i64::MIN || t <= t_us);
+            .partition_point(|&t| t == TIME_NONE || t <= t_us);
         Some(k.saturating_sub(1) as u32)
     }
 }

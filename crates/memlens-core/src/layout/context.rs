@@ -5,7 +5,7 @@
 use super::axis::format_bytes;
 use super::timeline::{Origin, TimelineKind, TimelineLayout};
 use crate::model::Snapshot;
-use crate::trace::{Action, EntryExtra, StackId, TIME_NONE};
+use crate::trace::{Action, EntryExtra, StackId};
 use serde::{Deserialize, Serialize};
 
 /// Whether upstream's filter keeps a frame (one filter for the CLI and the viewer: `flame`).
@@ -61,11 +61,7 @@ pub fn element_context(
             .filter(|&a| a < rows.end as usize)
     };
     let t = &snap.trace;
-    let time = |r: Option<u32>| {
-        abs(r)
-            .and_then(|a| t.time_us.get(a).copied())
-            .filter(|&v| v != TIME_NONE)
-    };
+    let time = |r: Option<u32>| abs(r).and_then(|a| t.time_of(a));
     let prefix = if kind == TimelineKind::Segments {
         "s"
     } else {

@@ -37,8 +37,8 @@ pub(super) fn device_times(snap: &Snapshot, device: u32) -> Vec<i64> {
     let mut out = Vec::with_capacity(rows.len());
     let mut last = i64::MIN;
     for r in rows {
-        match snap.trace.time_us.get(r as usize) {
-            Some(&t) if t != crate::trace::TIME_NONE => {
+        match snap.trace.time_of(r as usize) {
+            Some(t) => {
                 last = last.max(t);
                 out.push(last);
             }
@@ -95,18 +95,9 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
         }
     }
     // external_annotations are timed in µs: place them between the events around them.
-    let times: Vec<i64> = rows
-        .clone()
-        .map(|r| {
-            t.time_us
-                .get(r as usize)
-                .copied()
-                .unwrap_or(crate::trace::TIME_NONE)
-        })
-        .collect();
-    let timed = !times.is_empty()
-        && times.iter().all(|&v| v != crate::trace::TIME_NONE)
-        && times.windows(2).all(|w| w[0] <= w[1]);
+    let times: Option<Vec<i64>> = rows.clone().map(|r| t.time_of(r as usize)).collect();
+    let times = times.unwrap_or_default();
+    let timed = !times.is_empty() && times.windows(2).all(|w| w[0] <= w[1]);
     let mut regions = Vec::new();
     if timed {
         let x_of = |time_us: i64| times.partition_point(|&v| v <= time_us) as f64;

@@ -55,6 +55,11 @@ impl TraceColumns {
             .take_while(move |(r, _)| *r == row)
             .map(|(_, e)| e)
     }
+    /// `time_us` of entry `row`; `None` where it has none (torch ≤ 2.0) or is out of range. Read
+    /// times through this, never by comparing with [`TIME_NONE`], which only writers use.
+    pub fn time_of(&self, row: usize) -> Option<i64> {
+        self.time_us.get(row).copied().filter(|&t| t != TIME_NONE)
+    }
     pub fn device_free(&self, row: u32) -> Option<u64> {
         self.extras_of(row).find_map(|e| match e {
             EntryExtra::DeviceFree(f) => Some(*f),
