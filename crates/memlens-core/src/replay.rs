@@ -25,7 +25,6 @@
 //! with the final segment state.
 
 use crate::model::Snapshot;
-
 use crate::trace::{Action, StackId};
 use rustc_hash::FxHashMap;
 

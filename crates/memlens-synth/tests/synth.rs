@@ -3,7 +3,6 @@
 //! variant by Python's own pickle (tests/check_snapshot.py).
 
 use memlens_core::model::{BlockState, Snapshot};
-
 use memlens_core::trace::Action;
 use memlens_synth::{write_snapshot, Config, Summary, Workload};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,6 @@
 //! `external_annotations` regions, and the wall-clock time of each event.
 
 use crate::model::Snapshot;
-
 use crate::trace::Action;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};

@@ -5,7 +5,6 @@ pub mod normalize;
 pub mod stats;
 
 use crate::raw::{Encoding, Val};
-
 use crate::trace::{
     Action, EntryExtra, Frame, FrameId, StackId, StackTable, StrId, StringTable, TraceColumns,
 };

@@ -2,7 +2,6 @@
 //! share. Each is defined exactly (see the field docs) so an independent reading can check it.
 
 use super::{BlockState, Snapshot};
-
 use crate::trace::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

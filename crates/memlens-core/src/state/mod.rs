@@ -74,7 +74,6 @@ mod tests;
 pub use live::State;
 
 use crate::model::{BlockState, Snapshot};
-
 use crate::trace::StackId;
 use live::{Blk, RangeFlags, Seg, NO_EVENT};
 use serde::{Deserialize, Serialize};
