@@ -207,7 +207,7 @@ pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosi
         fragmentation::ooms(s, &history, &mut st, frame_of, o.device_memory_bytes)
     };
     let (steps, step_source) = steps::steps(s, &replay, &mut cx.facts);
-    let leaks = steps::suspects(s, &replay, &steps, &mut cx.facts);
+    let leaks = steps::suspects(s, &replay, &steps, &mut cx);
     let pending_frees = pending::pending_frees(s, &replay, &mut cx.facts);
     let ledger = Ledger {
         expected: expected(o, &peak.by_class),

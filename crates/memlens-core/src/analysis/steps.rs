@@ -8,10 +8,13 @@
 //! overall and in at least two thirds of the intervals. Its suspects are the user frames whose
 //! allocations born in a step after the first stay alive to the end of the last step, in at
 //! least half of those steps. Without steps, the suspects are the allocations alive at the end
-//! that were born after the first 5 % of the trace. Private pools (CUDA graphs) are left out of
+//! that were born after the first 5 % of the trace, less the model states (parameters,
+//! gradients and optimizer states by the ledger's rules, which a training run keeps on purpose).
+//! Private pools (CUDA graphs) are left out of
 //! both and reported on their own ([`PrivatePool`]).
 
 use super::frames::StackFacts;
+use super::ledger::{Class, Classifier};
 use crate::model::Snapshot;
 use crate::replay::{EventIdx, Replay};
 use crate::trace::Action;
@@ -266,12 +269,7 @@ fn sorted(groups: FxHashMap<u32, (u64, u64, Vec<u32>)>, names: &[String]) -> Vec
 
 /// Leak suspects: with steps, user frames that keep allocations across steps; without, what is
 /// alive at the end and was born after the first 5 % of the trace.
-pub fn suspects(
-    s: &Snapshot,
-    replay: &Replay,
-    steps: &[Step],
-    facts: &mut StackFacts,
-) -> Vec<LeakSuspect> {
+pub fn suspects(s: &Snapshot, replay: &Replay, steps: &[Step], cx: &mut Classifier) -> Vec<LeakSuspect> {
     let private = private_ranges(s, replay.device);
     let mut groups: FxHashMap<u32, (u64, u64, Vec<u32>)> = FxHashMap::default();
     if steps.len() >= 3 {
@@ -288,7 +286,7 @@ pub fn suspects(
             else {
                 continue;
             };
-            let e = groups.entry(facts.group(s, a.stack)).or_default();
+            let e = groups.entry(cx.facts.group(s, a.stack)).or_default();
             e.0 += a.size_bytes;
             e.1 += 1;
             e.2.push(k as u32);
@@ -305,10 +303,16 @@ pub fn suspects(
             if born < after || a.free_event.is_some() || in_ranges(&private, a.addr) {
                 continue;
             }
-            let e = groups.entry(facts.group(s, a.stack)).or_default();
+            if matches!(
+                cx.classify(a).class(),
+                Class::Parameters | Class::Gradients | Class::OptimizerState
+            ) {
+                continue;
+            }
+            let e = groups.entry(cx.facts.group(s, a.stack)).or_default();
             e.0 += a.size_bytes;
             e.1 += 1;
         }
     }
-    sorted(groups, &facts.names)
+    sorted(groups, &cx.facts.names)
 }
