@@ -1,6 +1,7 @@
 //! `memlens`: the same answers as the viewer, in a terminal and in CI. Exit status 0 on success,
 //! 2 on bad input (one line naming what is wrong, the file last).
 
+mod diagnose;
 mod flamegraph;
 mod fmt;
 mod html;
@@ -32,6 +33,8 @@ struct Cli {
 enum Cmd {
     /// Per-device summary: reserved, allocated, active, fragmentation, timeline peaks.
     Stats(stats::Args),
+    /// Why memory ran out, who holds it at the peak, what keeps growing: a verdict with evidence and fixes.
+    Diagnose(diagnose::Args),
     /// The trace of each device replayed as Python-like lines (like `_memory_viz trace`).
     Trace(trace::Args),
     /// Flamegraph SVG of what each segment holds, by allocation stack (like `_memory_viz segments`).
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
     };
     let r = match cli.cmd {
         Cmd::Stats(a) => stats::run(a),
+        Cmd::Diagnose(a) => diagnose::run(a),
         Cmd::Trace(a) => trace::run(a),
         Cmd::Segments(a) => flamegraph::run(flamegraph::Kind::Segments, a),
         Cmd::Memory(a) => flamegraph::run(flamegraph::Kind::Memory, a),

@@ -3,6 +3,7 @@
 //! bytes → [`raw`] (streaming pickle machine, JSON, `_memory_viz` HTML) → [`model`] (interned,
 //! columnar, immutable) → stats, layouts and diagnosis. Builds natively and for wasm32.
 
+pub mod analysis;
 pub mod columns;
 pub mod error;
 pub mod flame;
