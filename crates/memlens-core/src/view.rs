@@ -11,16 +11,18 @@ pub enum View {
     State,
     Segments,
     Settings,
+    Diagnosis,
 }
 
 impl View {
     /// In upstream's menu order.
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::Timeline,
         View::Allocated,
         View::State,
         View::Segments,
         View::Settings,
+        View::Diagnosis,
     ];
 
     /// The URL hash value.
@@ -31,6 +33,7 @@ impl View {
             View::State => "state",
             View::Segments => "segments",
             View::Settings => "settings",
+            View::Diagnosis => "diagnosis",
         }
     }
     pub fn from_key(s: &str) -> Option<View> {
@@ -43,6 +46,7 @@ impl View {
             View::State => "Allocator State History",
             View::Segments => "Active Cached Segment Timeline",
             View::Settings => "Allocator Settings",
+            View::Diagnosis => "Diagnosis",
         }
     }
     /// Which stacked layout the view draws, if any.
@@ -51,7 +55,7 @@ impl View {
             View::Timeline => Some(TimelineKind::Active),
             View::Allocated => Some(TimelineKind::Allocated),
             View::Segments => Some(TimelineKind::Segments),
-            View::State | View::Settings => None,
+            View::State | View::Settings | View::Diagnosis => None,
         }
     }
 }

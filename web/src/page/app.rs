@@ -4,6 +4,7 @@
 
 use crate::page::app_state::{Action, AppState, FileStatus, HashState, View};
 use crate::page::bridge::Bridge;
+use crate::page::diagnosis::DiagnosisView;
 use crate::page::panels::{
     EmptyState, LoadProgress, SettingsView, StackPanel, SummaryStrip, Warnings,
 };
@@ -128,6 +129,24 @@ pub fn app() -> Html {
     let element_key = state.element_key();
     crate::page::history_view::use_state_requests(&state, bridge.clone());
     crate::page::search::use_search_requests(&state, bridge.clone());
+    // The Diagnosis view asks for its device's diagnosis, unless the worker sends it unasked
+    // (the default device of a file opened on a timeline).
+    {
+        let bridge = bridge.clone();
+        let want = (state.view() == View::Diagnosis && state.current_diagnosis().is_none())
+            .then(|| {
+                let info = state.current_info()?;
+                let device = state.device.or(info.default_device)?;
+                let unasked = Some(device) == info.default_device && info.layout_follows;
+                (!unasked).then_some((state.current?, device))
+            })
+            .flatten();
+        use_effect_with(want, move |want| {
+            if let (Some(b), Some((id, device))) = (&bridge, want) {
+                b.request_diagnosis(*id, *device);
+            }
+        });
+    }
     {
         let bridge = bridge.clone();
         use_effect_with(
@@ -289,6 +308,14 @@ pub fn app() -> Html {
                 let content = match (view, view.kind()) {
                     (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
                     (View::State, _) => crate::page::history_view::state_body(&state),
+                    (View::Diagnosis, _) => {
+                        let (s1, s2) = (state.clone(), state.clone());
+                        html! {
+                            <DiagnosisView diagnosis={state.current_diagnosis().cloned()}
+                                on_frame={Callback::from(move |f: String| s1.dispatch(Action::ShowFrame(f)))}
+                                on_event={Callback::from(move |e: u32| s2.dispatch(Action::OpenEvent(e)))} />
+                        }
+                    }
                     (_, Some(kind)) => match state.current_layout() {
                         Some(l) => {
                             let l = l.clone();

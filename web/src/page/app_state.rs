@@ -5,6 +5,7 @@
 
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::FileInfo;
+use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
 pub use memlens_core::view::View;
@@ -140,6 +141,20 @@ impl PartialEq for SharedMatches {
     }
 }
 
+/// A device's diagnosis shared with its view; compared by identity.
+#[derive(Debug, Clone)]
+pub struct SharedDiagnosis {
+    pub diagnosis: Rc<DeviceDiagnosis>,
+    /// Worker time to compute it.
+    pub build_ms: f64,
+}
+
+impl PartialEq for SharedDiagnosis {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.diagnosis, &other.diagnosis)
+    }
+}
+
 /// The answer to the latest query for a layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchOutcome {
@@ -180,6 +195,8 @@ pub struct AppState {
     pub search: Option<SearchOutcome>,
     /// Timelines: x axis in wall-clock time.
     pub time_axis: bool,
+    /// Diagnoses by (file id, device).
+    pub diagnoses: HashMap<(u32, u32), SharedDiagnosis>,
 }
 
 pub enum Action {
@@ -257,6 +274,17 @@ pub enum Action {
     },
     /// Timelines: x axis in wall-clock time (true) or event index.
     SetTimeAxis(bool),
+    /// A device's diagnosis arrived.
+    Diagnosis {
+        file: u32,
+        device: u32,
+        diagnosis: SharedDiagnosis,
+    },
+    /// Show the Active Memory Timeline with the bands of this frame (`file:line:name`)
+    /// highlighted by the frame search.
+    ShowFrame(String),
+    /// Show the Allocator State History after this trace entry.
+    OpenEvent(u32),
 }
 
 impl AppState {
@@ -307,6 +335,13 @@ impl AppState {
             device,
             kind: TimelineKind::Active,
         })
+    }
+
+    /// The current file and device's diagnosis, if it arrived.
+    pub fn current_diagnosis(&self) -> Option<&SharedDiagnosis> {
+        let info = self.current_info()?;
+        let device = self.device.or(info.default_device)?;
+        self.diagnoses.get(&(self.current?, device))
     }
 
     /// The state view's list columns for the current file and device, if they arrived.
@@ -645,6 +680,29 @@ impl Reducible for AppState {
                 });
             }
             Action::SetTimeAxis(t) => s.time_axis = t,
+            Action::Diagnosis {
+                file,
+                device,
+                diagnosis,
+            } => {
+                s.diagnoses.insert((file, device), diagnosis);
+            }
+            Action::ShowFrame(frame) => {
+                s.view = Some(View::Timeline);
+                s.window = None;
+                s.selected = None;
+                s.context = None;
+                s.search_seq = s.search_seq.wrapping_add(1);
+                s.search_text = (String::new(), frame);
+                s.search = None;
+            }
+            Action::OpenEvent(e) => {
+                s.view = Some(View::State);
+                s.window = None;
+                s.selected = None;
+                s.context = None;
+                s.select_event(e);
+            }
         }
         Rc::new(s)
     }

@@ -134,6 +134,8 @@ pub struct Bridge {
     state_sent_ms: Rc<Cell<Option<f64>>>,
     /// State history lists asked for, by (file, device).
     events_asked: RefCell<HashSet<(u32, u32)>>,
+    /// (file, device) diagnoses asked for.
+    diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
@@ -228,6 +230,7 @@ impl Bridge {
             requested,
             state_sent_ms,
             events_asked: RefCell::default(),
+            diagnosis_asked: RefCell::default(),
             cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
@@ -371,6 +374,13 @@ impl Bridge {
         if !busy {
             self.state_sent_ms.set(Some(now));
             self.send(&ToWorker::StateAt { id, device, event }, &[]);
+        }
+    }
+
+    /// Asks once for a device's diagnosis (the worker sends the default device's unasked).
+    pub fn request_diagnosis(&self, id: u32, device: u32) {
+        if self.diagnosis_asked.borrow_mut().insert((id, device)) {
+            self.send(&ToWorker::Diagnose { id, device }, &[]);
         }
     }
 

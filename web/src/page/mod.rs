@@ -6,6 +6,7 @@ pub mod app;
 pub mod app_state;
 pub mod bridge;
 pub mod canvas;
+pub mod diagnosis;
 pub mod event_list;
 pub mod history_canvas;
 pub mod history_view;

@@ -2,11 +2,12 @@
 //! typed [`Reply`], which then becomes a reducer action. Views send requests (through
 //! `crate::page::bridge`) and never look at a message.
 
-use crate::page::app_state::{Action, LayoutKey};
+use crate::page::app_state::{Action, LayoutKey, SharedDiagnosis};
 use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
+use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
 use std::rc::Rc;
@@ -43,6 +44,12 @@ pub enum Reply {
     StateEvents(EventColumns),
     /// Always a reply to a state request (an empty frame when its columns were unreadable).
     State(StateFrame),
+    Diagnosis {
+        file: u32,
+        device: u32,
+        diagnosis: DeviceDiagnosis,
+        build_ms: f64,
+    },
     Search {
         key: LayoutKey,
         seq: u32,
@@ -165,6 +172,17 @@ impl Reply {
                     ..frame
                 })
             }
+            FromWorker::Diagnosis {
+                id,
+                device,
+                build_ms,
+                diagnosis,
+            } => Reply::Diagnosis {
+                file: id,
+                device,
+                diagnosis: *diagnosis,
+                build_ms,
+            },
             FromWorker::Search {
                 id,
                 device,
@@ -218,6 +236,19 @@ impl Reply {
                 ctx,
             },
             Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
+            Reply::Diagnosis {
+                file,
+                device,
+                diagnosis,
+                build_ms,
+            } => Action::Diagnosis {
+                file,
+                device,
+                diagnosis: SharedDiagnosis {
+                    diagnosis: Rc::new(diagnosis),
+                    build_ms,
+                },
+            },
             Reply::State(f) => Action::StateFrame(Shared(Rc::new(f))),
             Reply::Search {
                 key,

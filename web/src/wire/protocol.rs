@@ -3,6 +3,7 @@
 //! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
 //! copied (`crate::wire::pack`); a file to open travels as the `File` itself.
 
+use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineKind;
 use memlens_core::DeviceStats;
@@ -50,6 +51,12 @@ pub enum ToWorker {
         id: u32,
         device: u32,
         event: Option<u32>,
+    },
+    /// The device's diagnosis (`memlens_core::analysis`); the worker also sends the default
+    /// device's unasked, after the first paint.
+    Diagnose {
+        id: u32,
+        device: u32,
     },
     /// Search a layout's elements (`memlens_core::layout::search`); `seq` is echoed back.
     Search {
@@ -141,6 +148,14 @@ pub enum FromWorker {
         device: u32,
         /// The `event` of the request (the state itself is after the frame's `event`).
         requested: Option<u32>,
+    },
+    /// Reply to [`ToWorker::Diagnose`] (or sent unasked after load): core's diagnosis as it is.
+    Diagnosis {
+        id: u32,
+        device: u32,
+        /// Worker time to compute it.
+        build_ms: f64,
+        diagnosis: Box<DeviceDiagnosis>,
     },
     /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the
     /// query could not run).

@@ -56,6 +56,11 @@ impl StateCache {
         })
     }
 
+    /// The device's history, built if it is not yet.
+    pub fn history(&mut self, snap: &Snapshot, device: u32) -> &AllocatorHistory {
+        &self.get(snap, device).history
+    }
+
     /// Builds the history of `device` and its list columns now unless the trace is long (see
     /// [`PREBUILD_MAX_EVENTS`]) or they exist already.
     pub fn prebuild(&mut self, snap: &Snapshot, device: u32) {

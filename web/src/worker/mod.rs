@@ -159,6 +159,7 @@ fn handle(state: &Shared, data: JsValue) {
             let f = s.files.get_mut(&id).map(|f| (&f.snap, &mut f.state));
             crate::worker::history::send_state(f, id, device, event);
         }
+        ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
         ToWorker::Search {
             id,
             device,
@@ -346,6 +347,35 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
         complete_layout(&st, id, d, TimelineKind::Active);
         yield_now().await;
         prebuild_state(&st, id, d);
+        yield_now().await;
+        send_diagnosis(&st, id, d);
+    });
+}
+
+/// Diagnoses a device (`memlens_core::analysis`) over its state history and posts the result.
+fn send_diagnosis(st: &Shared, id: u32, device: u32) {
+    let mut s = st.borrow_mut();
+    let Some(f) = s.files.get_mut(&id) else {
+        return;
+    };
+    let t0 = now_ms();
+    let history = f.state.history(&f.snap, device);
+    let opts = memlens_core::analysis::Options::default();
+    let diagnosis = memlens_core::analysis::diagnose_with_history(&f.snap, history, &opts);
+    let build_ms = now_ms() - t0;
+    drop(s);
+    web_sys::console::log_1(
+        &format!(
+            "memlens: diagnosis of device {device}: {} in {build_ms:.0} ms (worker)",
+            diagnosis.verdict.kind.name()
+        )
+        .into(),
+    );
+    post(&FromWorker::Diagnosis {
+        id,
+        device,
+        build_ms,
+        diagnosis: Box::new(diagnosis),
     });
 }
 

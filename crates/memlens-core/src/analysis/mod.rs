@@ -181,6 +181,17 @@ fn missing(s: &Snapshot, replay: &crate::replay::Replay, source: StepSource) -> 
 
 /// Diagnoses one device.
 pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosis {
+    diagnose_with_history(s, &AllocatorHistory::new(s, device), o)
+}
+
+/// Diagnoses the device of an Allocator State History already built (the viewer's worker keeps
+/// one per device).
+pub fn diagnose_with_history(
+    s: &Snapshot,
+    history: &AllocatorHistory,
+    o: &Options,
+) -> DeviceDiagnosis {
+    let device = history.device();
     let replay = replay_device(s, device);
     let stats = crate::device_stats(s, device);
     let peak_event = u32::try_from(stats.timeline_peak_event).ok();
@@ -192,11 +203,10 @@ pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosi
     let peak = alive_at(&replay, &mut cx, event);
     let end_event = replay.events.checked_sub(1);
     let end = alive_at(&replay, &mut cx, end_event);
-    let history = AllocatorHistory::new(s, device);
     let mut st = history.state_at(None);
-    let fragmentation_peak = fragmentation::at(&history, &mut st, event);
-    let fragmentation_end = fragmentation::at(&history, &mut st, end_event);
-    let fragmentation_over_time = fragmentation::over_time(&history, &mut st);
+    let fragmentation_peak = fragmentation::at(history, &mut st, event);
+    let fragmentation_end = fragmentation::at(history, &mut st, end_event);
+    let fragmentation_over_time = fragmentation::over_time(history, &mut st);
     let ooms = {
         let facts = &mut cx.facts;
         let frame_of = |row: u32| {
@@ -204,7 +214,7 @@ pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosi
             let g = facts.group(s, stack);
             facts.names[g as usize].clone()
         };
-        fragmentation::ooms(s, &history, &mut st, frame_of, o.device_memory_bytes)
+        fragmentation::ooms(s, history, &mut st, frame_of, o.device_memory_bytes)
     };
     let (steps, step_source) = steps::steps(s, &replay, &mut cx.facts);
     let leaks = steps::suspects(s, &replay, &steps, &mut cx);

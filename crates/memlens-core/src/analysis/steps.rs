@@ -269,7 +269,12 @@ fn sorted(groups: FxHashMap<u32, (u64, u64, Vec<u32>)>, names: &[String]) -> Vec
 
 /// Leak suspects: with steps, user frames that keep allocations across steps; without, what is
 /// alive at the end and was born after the first 5 % of the trace.
-pub fn suspects(s: &Snapshot, replay: &Replay, steps: &[Step], cx: &mut Classifier) -> Vec<LeakSuspect> {
+pub fn suspects(
+    s: &Snapshot,
+    replay: &Replay,
+    steps: &[Step],
+    cx: &mut Classifier,
+) -> Vec<LeakSuspect> {
     let private = private_ranges(s, replay.device);
     let mut groups: FxHashMap<u32, (u64, u64, Vec<u32>)> = FxHashMap::default();
     if steps.len() >= 3 {
