@@ -1,9 +1,11 @@
 //! Workloads a user would recognise, driving one device's allocator step by step: a training
 //! loop (parameters, gradients, Adam states, activations saved in forward and freed in
 //! backward), the same with variable sequence lengths and periodic `empty_cache`, with a leak,
-//! or ending in an OOM; and inference with a KV cache grown by `torch.cat`, after a CUDA graph
-//! capture into private pools. A [`DeviceSim`] is deterministic for (config, device), so every
-//! pass of the writer sees the same run.
+//! ending in an OOM (a request larger than the device), or followed by an evaluation that
+//! fragments the cache and dies on a request the free blocks together would hold; and inference
+//! with a KV cache grown by `torch.cat`, after a CUDA graph capture into private pools. A
+//! [`DeviceSim`] is deterministic for (config, device), so every pass of the writer sees the
+//! same run.
 
 use crate::alloc::{Allocator, BlockId, Ctx, Sink};
 use crate::program::{DeviceConsts, Model, Program, Sites};
