@@ -7,7 +7,8 @@ use std::io::{BufWriter, Write};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// What the simulated program does: training, inference, fragmenting, leak or oom.
+    /// What the simulated program does: training, inference, fragmenting, leak, oom or
+    /// oom-fragmentation.
     #[arg(long, value_parser = parse_workload)]
     workload: Workload,
     /// Trace entries to simulate over all devices (each device finishes the operation that reaches its share).

@@ -89,6 +89,9 @@ fn help_and_bad_arguments() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
+    for w in memlens_synth::Workload::ALL {
+        assert!(help.contains(w.name()), "--help lacks the workload {w}");
+    }
     let o = tmp("cli-bad.pickle").to_string_lossy().into_owned();
     for (args, what) in [
         (

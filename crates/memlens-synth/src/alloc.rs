@@ -456,6 +456,13 @@ impl Allocator {
     }
 
     fn get_free_block(&mut self, pool: u32, stream: u64, size: u64) -> Option<u32> {
+        let pick = self.peek_free_block(pool, stream, size)?;
+        self.pools[pool as usize].free.remove(&pick);
+        Some(pick.3)
+    }
+
+    /// The block `get_free_block` would hand out, without taking it.
+    fn peek_free_block(&self, pool: u32, stream: u64, size: u64) -> Option<SizeKey> {
         let p = &self.pools[pool as usize];
         let mut it = p.free.range((stream, size, 0, 0)..);
         let first = *it.next()?;
@@ -490,8 +497,53 @@ impl Allocator {
         if size >= self.max_split && bsize >= size + LARGE_BUFFER {
             return None;
         }
-        self.pools[pool as usize].free.remove(&pick);
-        Some(pick.3)
+        Some(pick)
+    }
+
+    /// Whether a request of `size` bytes on `stream` would be served from a cached free block
+    /// (no new segment, no retry).
+    pub fn fits_cached(&self, size: u64, stream: u64) -> bool {
+        let size = round_size(size);
+        self.peek_free_block(self.pool_for(size), stream, size)
+            .is_some()
+    }
+
+    /// The largest free (inactive, mapped) block of the default large or small pool on `stream`.
+    pub fn largest_free_block(&self, stream: u64, small: bool) -> u64 {
+        let pool = if small { SMALL_POOL } else { LARGE_POOL };
+        self.pools[pool as usize]
+            .free
+            .range((stream, 0, 0, 0)..=(stream, u64::MAX, u64::MAX, u32::MAX))
+            .next_back()
+            .map_or(0, |k| k.1)
+    }
+
+    /// Bytes of allocated blocks (what the snapshot reports as `active_allocated`).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.blocks
+            .iter()
+            .filter(|b| !b.dead && b.allocated)
+            .map(|b| b.size)
+            .sum()
+    }
+
+    /// This allocator as it would be after the last retry before an OOM
+    /// (`release_cached_blocks`), recorded nowhere.
+    pub fn after_release(&self) -> Allocator {
+        struct Nothing;
+        impl Sink for Nothing {
+            fn entry(&mut self, _device: u32, _e: &Entry) {}
+            fn annotation(&mut self, _device: u32, _time_us: i64, _name: &str, _start: bool) {}
+        }
+        let mut a = self.clone();
+        a.release_cached_blocks(
+            Ctx {
+                serial: 0,
+                stack: 0,
+            },
+            &mut Nothing,
+        );
+        a
     }
 
     fn alloc_block(
@@ -1289,6 +1341,35 @@ mod tests {
         let last = r.0.last().copied();
         assert_eq!(last.map(|e| e.action), Some(Action::Oom));
         assert_eq!(last.map(|e| e.addr), Some(20 << 20));
+        a.check_invariants().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn queries_see_what_malloc_and_the_retry_would_do() {
+        let mut a = Allocator::new(0, &cfg(false, None, 100 << 20), 1 << 32, 0, Rng::new(1, 1));
+        let mut r = Rec(Vec::new());
+        // one 60 MiB segment split into 20 + 20 + 20, the middle one freed
+        let big = a.malloc(60 << 20, 0, ctx(1), &mut r).unwrap_or(NIL);
+        a.free(big, ctx(2), &mut r);
+        let _x = a.malloc(20 << 20, 0, ctx(3), &mut r).unwrap_or(NIL);
+        let y = a.malloc(20 << 20, 0, ctx(4), &mut r).unwrap_or(NIL);
+        let _z = a.malloc(20 << 20, 0, ctx(5), &mut r).unwrap_or(NIL);
+        a.free(y, ctx(6), &mut r);
+        assert_eq!(a.largest_free_block(0, false), 20 << 20);
+        assert_eq!(a.largest_free_block(0, true), 0);
+        assert_eq!(a.allocated_bytes(), 40 << 20);
+        assert!(a.fits_cached(20 << 20, 0));
+        assert!(!a.fits_cached((20 << 20) + 512, 0));
+        assert!(
+            !a.fits_cached(20 << 20, 7),
+            "another stream's blocks do not serve"
+        );
+        // the retry releases only wholly free segments: this one stays
+        let n = r.0.len();
+        let after = a.after_release();
+        assert_eq!(r.0.len(), n, "nothing recorded");
+        assert_eq!(after.reserved_bytes(), 60 << 20);
+        assert_eq!(after.device_free_bytes(), 40 << 20);
         a.check_invariants().unwrap_or_else(|e| panic!("{e}"));
     }
 

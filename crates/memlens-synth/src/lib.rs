@@ -29,15 +29,20 @@ pub enum Workload {
     Leak,
     /// Training whose last request does not fit: the trace ends with `segment_free`s and `oom`.
     Oom,
+    /// Training, then an evaluation loop that splits the cached large segments between kept
+    /// outputs of varying sizes and dies on a request larger than every free block while the
+    /// cached free memory would hold it.
+    OomFragmentation,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::Training,
         Workload::Inference,
         Workload::Fragmenting,
         Workload::Leak,
         Workload::Oom,
+        Workload::OomFragmentation,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +52,7 @@ impl Workload {
             Workload::Fragmenting => "fragmenting",
             Workload::Leak => "leak",
             Workload::Oom => "oom",
+            Workload::OomFragmentation => "oom-fragmentation",
         }
     }
 }

@@ -163,6 +163,17 @@ pub struct Sites {
     pub graph_tmp: u32,
     pub graph_free: u32,
     pub empty_cache_infer: u32,
+    /// `evaluate()` in train.py (the oom-fragmentation workload): `torch.cuda.empty_cache()`,
+    /// the first (longest) batch's buffers, each batch copied in, its kept output, the
+    /// frees, and the final `torch.cat(outputs)`.
+    pub eval_empty_cache: u32,
+    pub eval_buf: u32,
+    pub eval_free_buf: u32,
+    pub eval_ids: u32,
+    pub eval_free_ids: u32,
+    pub eval_out: u32,
+    pub eval_free_out: u32,
+    pub eval_cat: u32,
 }
 
 /// Streams and placement of one device.
@@ -788,5 +799,25 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
     );
     s.graph_free = b.free_py(&p.in_attn(a_sdpa, cap_line + 2, &cap_top));
     s.empty_cache_infer = empty_cache(b, p.in_step(gl + 9, &g));
+    // evaluate(), between train_step and main in train.py; its lines follow from lines drawn
+    // above (no draw here, so the other workloads' bytes do not depend on it).
+    let e = step_zero + 12 + t[1].line % 17;
+    let et = vec![
+        py("evaluate", &train, 0),
+        py("main", &train, t[1].line + 3),
+        t[2].clone(),
+    ];
+    s.eval_empty_cache = empty_cache(b, p.in_step(e + 1, &et));
+    s.eval_buf = b.alloc_py(&[EMPTY], "empty", &p.in_step(e + 3, &et));
+    s.eval_free_buf = b.free_py(&p.in_step(e + 4, &et));
+    s.eval_ids = b.alloc_py(&[TO_COPY], "to", &p.in_step(e + 6, &et));
+    s.eval_out = b.alloc_py(
+        &[TO_COPY, op("to_dtype", T1, false)],
+        "float",
+        &p.in_step(e + 7, &et),
+    );
+    s.eval_free_ids = b.free_py(&p.in_step(e + 8, &et));
+    s.eval_free_out = b.free_py(&p.in_step(e + 9, &et));
+    s.eval_cat = b.alloc_py(&[CAT], "cat", &p.in_step(e + 11, &et));
     s
 }

@@ -1,9 +1,11 @@
 //! Workloads a user would recognise, driving one device's allocator step by step: a training
 //! loop (parameters, gradients, Adam states, activations saved in forward and freed in
 //! backward), the same with variable sequence lengths and periodic `empty_cache`, with a leak,
-//! or ending in an OOM; and inference with a KV cache grown by `torch.cat`, after a CUDA graph
-//! capture into private pools. A [`DeviceSim`] is deterministic for (config, device), so every
-//! pass of the writer sees the same run.
+//! ending in an OOM (a request larger than the device), or followed by an evaluation that
+//! fragments the cache and dies on a request the free blocks together would hold; and inference
+//! with a KV cache grown by `torch.cat`, after a CUDA graph capture into private pools. A
+//! [`DeviceSim`] is deterministic for (config, device), so every pass of the writer sees the
+//! same run.
 
 use crate::alloc::{Allocator, BlockId, Ctx, Sink};
 use crate::program::{DeviceConsts, Model, Program, Sites};
@@ -28,6 +30,9 @@ struct Dev<'p> {
     s: &'p Sites,
     c: DeviceConsts,
     serial: u64,
+    /// The run stops at the operation that reaches the event budget (all but the OOM runs).
+    stop_at_budget: bool,
+    /// The `oom` run: once the budget is reached, the next request no longer fits.
     oom_at_limit: bool,
     multi_device: bool,
 }
@@ -50,7 +55,7 @@ impl Dev<'_> {
     }
 
     fn check(&self) -> Flow {
-        if !self.oom_at_limit && self.over() {
+        if self.stop_at_budget && self.over() {
             Err(Stop::Budget)
         } else {
             Ok(())
@@ -106,6 +111,8 @@ struct TrainKind {
     variable_seq: bool,
     empty_cache_every: u64,
     leak: bool,
+    /// Once the budget is reached: `evaluate()`, which fragments the large pool and dies.
+    eval_oom: bool,
 }
 
 struct LayerSaved {
@@ -148,6 +155,9 @@ impl Train {
     fn step(&mut self, d: &mut Dev, k: &mut dyn Sink) -> Flow {
         if self.param_blocks.len() < self.params.len() {
             return self.init(d, k);
+        }
+        if self.kind.eval_oom && d.over() {
+            return self.evaluate(d, k);
         }
         let s = d.s;
         let m = self.m;
@@ -393,6 +403,76 @@ impl Train {
         k.annotation(d.a.device, d.a.now_us, &name, false);
         Ok(())
     }
+
+    /// `evaluate()` after training, ending in an OOM caused by fragmentation:
+    /// `torch.cuda.empty_cache()`; the first, longest batch's buffers take the rest of the
+    /// device and are freed (cached as large segments); then batches of varying length, each
+    /// copied in on the prefetch stream, each appending an output of a different size, until
+    /// the cache holds no block for the next one; two outputs of every three are dropped (the
+    /// cached segments end up split between live outputs), and `torch.cat(outputs)` asks for
+    /// more than any free block and than the device has left, while the free blocks together
+    /// would hold it.
+    fn evaluate(&mut self, d: &mut Dev, k: &mut dyn Sink) -> Flow {
+        const MIB: u64 = 1 << 20;
+        let s = d.s;
+        let m = self.m;
+        let prefetch = d.c.side_stream;
+        d.wait(100_000, 2_000_000);
+        d.empty_cache(k, s.eval_empty_cache)?;
+        // Room kept for the batches' small copies (2 MiB segments).
+        let reserve = 3 * crate::alloc::SMALL_BUFFER;
+        let page = crate::alloc::LARGE_BUFFER;
+        let chunk = (d.a.device_free_bytes() / 8).div_ceil(page).max(1) * page;
+        let mut bufs = Vec::new();
+        let mut filled = 0;
+        while bufs.len() < 256 {
+            let room = d.a.device_free_bytes().saturating_sub(reserve) / page * page;
+            let n = chunk.min(room);
+            if n < page {
+                break;
+            }
+            bufs.push(d.malloc(k, n, MAIN, s.eval_buf)?);
+            filled += n;
+        }
+        d.wait(5_000, 200_000);
+        d.free_all(k, &mut bufs, s.eval_free_buf)?;
+        let unit = (filled / 96).max(2 * MIB);
+        let mut outs: Vec<(BlockId, u64)> = Vec::new();
+        while outs.len() < 10_000 {
+            d.wait(1_000, 20_000);
+            let size = d.rng.range(unit / 2, unit + unit / 2) / 512 * 512;
+            let ids_bytes = (d.rng.range(1, m.batch) * d.rng.range(8, m.seq) * 8).min(MIB);
+            if !d.a.fits_cached(size, MAIN)
+                || (!d.a.fits_cached(ids_bytes, prefetch)
+                    && d.a.device_free_bytes() < 2 * crate::alloc::SMALL_BUFFER)
+            {
+                break;
+            }
+            let ids = d.malloc(k, ids_bytes, prefetch, s.eval_ids)?;
+            d.a.record_stream(ids, MAIN);
+            outs.push((d.malloc(k, size, MAIN, s.eval_out)?, size));
+            d.free(k, ids, s.eval_free_ids)?;
+        }
+        // `outputs = outputs[::3]`: the others go, the second of each three first.
+        d.wait(1_000, 20_000);
+        for r in [1, 2] {
+            for (_, &(b, _)) in outs.iter().enumerate().filter(|(i, _)| i % 3 == r) {
+                d.free(k, b, s.eval_free_out)?;
+            }
+        }
+        let kept: u64 = outs.iter().step_by(3).map(|o| o.1).sum();
+        // More than any free block and than the device has left, even after the retry.
+        let after = d.a.after_release();
+        let largest =
+            d.a.largest_free_block(MAIN, false)
+                .max(after.largest_free_block(MAIN, false));
+        let request = kept.max(largest + after.device_free_bytes() + 2 * MIB);
+        d.wait(1_000, 30_000);
+        let cat = d.malloc(k, request, MAIN, s.eval_cat)?;
+        // It fitted after all (a configuration without fragmentation): the run ends here.
+        d.free(k, cat, s.eval_free_out)?;
+        Err(Stop::Budget)
+    }
 }
 
 struct Infer {
@@ -610,6 +690,7 @@ impl<'p> DeviceSim<'p> {
                         0
                     },
                     leak: w == Workload::Leak,
+                    eval_oom: w == Workload::OomFragmentation,
                 };
                 // A leak that stays under a quarter of the device over the whole run.
                 let steps = (c.events / (m.layers * 200 + 100)).max(1);
@@ -636,6 +717,7 @@ impl<'p> DeviceSim<'p> {
             s: &prog.sites,
             c,
             serial: 0,
+            stop_at_budget: !matches!(cfg.workload, Workload::Oom | Workload::OomFragmentation),
             oom_at_limit: cfg.workload == Workload::Oom,
             multi_device: prog.devices.len() > 1,
         };

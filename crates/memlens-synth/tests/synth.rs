@@ -107,7 +107,7 @@ fn every_workload_decodes_with_its_signature() {
             assert!(acts.contains(&a), "{w}: no {a:?}");
         }
         match w {
-            Workload::Oom => {
+            Workload::Oom | Workload::OomFragmentation => {
                 assert!(s.ended_in_oom);
                 assert_eq!(acts.last(), Some(&Action::Oom));
                 let last = (acts.len() - 1) as u32;
@@ -134,7 +134,7 @@ fn every_workload_decodes_with_its_signature() {
                 .starts_with("ProfilerStep#"));
         }
         // the prefetch stream: segments on a side stream (the OOM retry released them)
-        if w != Workload::Oom {
+        if !matches!(w, Workload::Oom | Workload::OomFragmentation) {
             assert!(
                 snap.segments.iter().any(|g| g.stream != 0),
                 "{w}: a side-stream segment"
