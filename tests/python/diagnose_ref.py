@@ -28,7 +28,9 @@ Definitions, per device d (trace = device_traces[d], or none):
                   else over the alloc entry's frames innermost first (frames[0] innermost),
                   the first whose filename ends with `.py` and has no path component (split
                   on `/` and `\\`) equal to `torch`, as `filename:line:name`; if none
-                  qualifies, frames[0] written the same way; no frames: "(no stack)"
+                  qualifies, the first frame upstream's `_frame_filter` shows (torch's
+                  _memory_viz.py: omitted function and filename substrings), else frames[0],
+                  written the same way; no frames: "(no stack)"
   top             alive allocations grouped by user frame: {frame, bytes, allocations}, all
                   groups, bytes descending then frame ascending; they sum to allocated_bytes
 
@@ -67,6 +69,20 @@ def is_user(f):
     return "torch" not in re.split(r"[/\\]", filename)
 
 
+OMIT_FUNCTIONS = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
+                  "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_")
+OMIT_FILENAMES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c",
+                  "Objects/call.c", "Objects/methodobject.c", "pycore_ceval.h", "ceval.c",
+                  "cpython/abstract.h")
+
+
+def frame_shown(f):
+    """torch's _memory_viz `_frame_filter`, as documented in reference-memory_viz.md."""
+    name, filename = f.get("name", ""), f.get("filename", "")
+    return not any(o in name for o in OMIT_FUNCTIONS) and not any(
+        o in filename for o in OMIT_FILENAMES)
+
+
 def user_frame(entry):
     if entry is None:
         return BEFORE_TRACE
@@ -75,6 +91,9 @@ def user_frame(entry):
         return NO_STACK
     for f in frames:
         if is_user(f):
+            return write_frame(f)
+    for f in frames:
+        if frame_shown(f):
             return write_frame(f)
     return write_frame(frames[0])
 

@@ -3,10 +3,14 @@
 //! step, parameter set-up). Both are read once per distinct stack and cached.
 //!
 //! User frame: over the stack innermost first (torch's order), the first frame whose filename
-//! ends in `.py` and has no path component `torch`; else the innermost frame; written
+//! ends in `.py` and has no path component `torch`; else the innermost frame upstream's frame
+//! filter shows (the stack panel's and the search's: `unwind::unwind` and interpreter frames
+//! hidden, so a C++-only stack is named by its allocator or operator frame); else the
+//! innermost frame; written
 //! `filename:line:name` with the filename as recorded. An empty stack is [`NO_STACK`]; an
 //! allocation with no `alloc` entry is [`BEFORE_TRACE`] (decided by the caller, not here).
 
+use crate::flame::frame_is_shown;
 use crate::model::Snapshot;
 use crate::trace::{FrameId, StackId};
 use rustc_hash::FxHashMap;
@@ -53,6 +57,12 @@ pub fn user_frame(s: &Snapshot, stack: StackId) -> Option<FrameId> {
         .find(|&f| {
             s.frame(f)
                 .is_some_and(|fr| is_user_file(s.str(fr.filename)))
+        })
+        .or_else(|| {
+            frames.iter().copied().find(|&f| {
+                s.frame(f)
+                    .is_some_and(|fr| frame_is_shown(s.str(fr.name), s.str(fr.filename)))
+            })
         })
         .or_else(|| frames.first().copied())
 }
