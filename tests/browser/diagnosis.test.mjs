@@ -1,0 +1,311 @@
+// End-to-end tests of the Diagnosis view (`#view=diagnosis`) in real headless Chromium, against
+// the built dist/ served on 127.0.0.1 (same harness as viewer.test.mjs):
+//
+// - real snapshots from ../shared/snapshots (skipped with a notice when absent) are opened with
+//   view=diagnosis in the hash; once the worker's diagnosis arrives (data-verdict no longer
+//   `pending`), the verdict kind and summary, the peak's bytes, allocations and event, the
+//   first peak rows (frame, bytes) and every ledger bar equal `memlens diagnose --json` on the
+//   same file (the worker and the CLI run the same core analysis);
+// - a clickable peak row opens the Active Memory Timeline with the frame search set to that
+//   frame; its match count equals the independent count (search_count.py) and is at least one;
+// - an OOM from fragmentation (`memlens synth --workload oom-fragmentation`): the verdict is
+//   `fragmentation`, the OOM row names the trace's oom entry, and clicking it opens the
+//   Allocator State History at that entry;
+// - build times of the diagnosis in the worker are printed, screenshots go to
+//   tests/out/diagnosis-*.png.
+//
+// Run: (cd tests/browser && node --test --test-concurrency=1 diagnosis.test.mjs)   after
+// `scripts/serve.sh --build` and `cargo build --release -p memlens-cli`.
+// Env: MEMLENS_BIN (default: <target>/release/memlens), CHROMIUM, MEMLENS_DIST as in
+// viewer.test.mjs.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
+const OUT = path.join(ROOT, 'tests/out');
+const SNAPS = path.resolve(ROOT, '../shared/snapshots');
+const PREFIX = '/memlens/';
+const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
+const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
+// Real snapshots with traces: a training step with memory from before the trace, a small
+// inductor run, and a full step with optimizer states.
+const REAL = [
+  'Wedsonlin__assignment2-systems__results_medium_512_training_memory_snapshot.pickle',
+  'drisspg__transformer_nuggets__test_data_mini_snapshot.pickle',
+  'kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep.pickle',
+];
+/** Peak rows compared one by one. */
+const TOP_ROWS = 5;
+/** Rows the view shows per table (web/src/page/diagnosis.rs). */
+const VIEW_ROWS = 15;
+
+let server, base, context, page;
+const foreign = [];
+const pageErrors = [];
+
+/** A clear failure when the release CLI is not built. */
+function requireMemlens() {
+  if (!fs.existsSync(MEMLENS)) {
+    throw new Error(`${MEMLENS} is missing: run \`cargo build --release -p memlens-cli\` first (scripts/test.sh does)`);
+  }
+}
+
+/** Runs the release CLI. */
+function memlens(args) {
+  requireMemlens();
+  return execFileSync(MEMLENS, args, { maxBuffer: 1 << 28 }).toString();
+}
+
+/** `memlens diagnose --json FILE`: { devices: [...] }. */
+function diagnoseJson(file) {
+  return JSON.parse(memlens(['diagnose', '--json', file]));
+}
+
+/** The independent count (Python) of what a frame search should match. */
+function pyCount(file, device, frame) {
+  return Number(execFileSync('python3', [path.join(HERE, 'search_count.py'), file, String(device), '', frame]).toString().trim());
+}
+
+/**
+ * Opens `file` through the file input with `#file=<name>&view=diagnosis` set first (so the
+ * page applies the hash when the file is ready), in a freshly loaded page, and waits for the
+ * diagnosis to arrive. Returns what the view shows.
+ */
+async function openDiagnosis(file, timeout = 120000) {
+  const name = path.basename(file);
+  await page.goto('about:blank');
+  await page.goto(`${base}#file=${encodeURIComponent(name)}&view=diagnosis`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', file);
+  try {
+    await page.waitForFunction((n) => {
+      const r = document.getElementById('memlens');
+      const d = document.querySelector('[data-testid=diagnosis]');
+      return r && r.dataset.file === n && r.dataset.state === 'ready' && d && d.dataset.verdict && d.dataset.verdict !== 'pending';
+    }, name, { timeout });
+  } catch (err) {
+    const seen = await page.evaluate(() => JSON.stringify({
+      root: document.getElementById('memlens')?.dataset,
+      diagnosis: document.querySelector('[data-testid=diagnosis]')?.dataset ?? null,
+      hash: location.hash,
+    }));
+    throw new Error(`no diagnosis shown for ${name}: ${seen}`, { cause: err });
+  }
+  assert.match(await page.evaluate(() => location.hash), /view=diagnosis/);
+  return shown();
+}
+
+/** The Diagnosis view's numbers, rows and bars, as the DOM carries them. */
+async function shown() {
+  return page.evaluate(() => {
+    const root = document.querySelector('[data-testid=diagnosis]');
+    const metrics = {};
+    for (const e of root.querySelectorAll('[data-metric]')) metrics[e.dataset.metric] = e.dataset.value;
+    return {
+      verdict: root.dataset.verdict,
+      device: Number(root.dataset.device),
+      buildMs: root.dataset.buildMs,
+      kindText: root.querySelector('[data-testid=verdict-kind]')?.textContent,
+      summary: root.querySelector('[data-testid=verdict-summary]')?.textContent,
+      metrics,
+      peakRows: [...root.querySelectorAll('tr[data-testid=peak-row]')].map((r) => ({
+        frame: r.dataset.frame,
+        bytes: r.querySelector('td[data-bytes]')?.dataset.bytes,
+        clickable: r.classList.contains('clickable'),
+      })),
+      oomRows: [...root.querySelectorAll('tr[data-testid=oom-row]')].map((r) => Number(r.dataset.event)),
+    };
+  });
+}
+
+/** The CLI's diagnosis of the device the page shows. */
+function cliDevice(cli, device, label) {
+  const d = cli.devices.find((x) => x.device === device);
+  assert.ok(d, `${label}: the page diagnoses device ${device}, memlens diagnose has ${cli.devices.map((x) => x.device)}`);
+  return d;
+}
+
+/** Everything the view shows against `memlens diagnose --json`. */
+function compare(view, d, label) {
+  assert.equal(view.verdict, d.verdict.kind, `${label}: verdict kind`);
+  assert.equal(view.kindText, d.verdict.kind.replace(/_/g, ' '), `${label}: verdict heading`);
+  assert.equal(view.summary, d.verdict.summary, `${label}: verdict summary`);
+  const m = view.metrics;
+  assert.equal(m.peak_allocated_bytes, String(d.peak.allocated_bytes), `${label}: peak_allocated_bytes`);
+  assert.equal(m.peak_allocations, String(d.peak.allocations), `${label}: peak_allocations`);
+  if (d.peak.event === null || d.peak.event === undefined) {
+    assert.equal(m.peak_event, undefined, `${label}: no peak_event when the peak is before the first event`);
+  } else {
+    assert.equal(m.peak_event, String(d.peak.event), `${label}: peak_event`);
+  }
+  assert.equal(view.peakRows.length, Math.min(VIEW_ROWS, d.peak.top.length), `${label}: peak rows`);
+  const n = Math.min(TOP_ROWS, d.peak.top.length);
+  assert.ok(n > 0, `${label}: memlens diagnose lists no frame at the peak`);
+  for (let i = 0; i < n; i++) {
+    assert.equal(view.peakRows[i].frame, d.peak.top[i].frame, `${label}: peak row ${i} frame`);
+    assert.equal(view.peakRows[i].bytes, String(d.peak.top[i].bytes), `${label}: peak row ${i} bytes`);
+    assert.equal(view.peakRows[i].clickable, !d.peak.top[i].frame.startsWith('('), `${label}: peak row ${i} clickable`);
+  }
+  // Ledger bars: one per class the CLI lists, plus reserved − requested, at the peak and at the end.
+  for (const [which, rows, frag] of [['peak', d.ledger.peak, d.ledger.fragmentation_peak],
+    ['end', d.ledger.end, d.ledger.fragmentation_end]]) {
+    const want = {};
+    for (const r of rows) want[`ledger_${which}_${r.class}`] = String(r.bytes);
+    want[`ledger_${which}_fragmentation`] = String(Math.max(0, frag.reserved_bytes - frag.requested_bytes));
+    const got = Object.fromEntries(Object.entries(m).filter(([k]) => k.startsWith(`ledger_${which}_`)));
+    assert.deepEqual(got, want, `${label}: ledger bars (${which})`);
+  }
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `${DIST}/index.html is missing: run scripts/serve.sh --build first`);
+  fs.mkdirSync(OUT, { recursive: true });
+  ({ server, base } = await serveDist(DIST, PREFIX));
+  context = await launchChromium({ width: 1400, height: 900 });
+  await context.route('**/*', (route) => {
+    const u = route.request().url();
+    if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u) || u.startsWith('blob:') || u.startsWith('data:') || u === 'about:blank') return route.continue();
+    foreign.push(u);
+    return route.abort();
+  });
+  page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(m.text());
+    if (m.text().startsWith('memlens:') && process.env.MEMLENS_E2E_VERBOSE) console.log(m.text());
+  });
+});
+
+after(async () => {
+  await context?.close();
+  server?.close();
+});
+
+for (const [i, name] of REAL.entries()) {
+  test(`real snapshot ${name}: verdict, peak, peak rows and ledger equal memlens diagnose`, async (t) => {
+    const file = path.join(SNAPS, name);
+    if (!fs.existsSync(file)) {
+      skipOrFail(t, `${file} not found: Diagnosis view checks on a real snapshot`);
+      return;
+    }
+    const cli = diagnoseJson(file);
+    const view = await openDiagnosis(file);
+    const d = cliDevice(cli, view.device, name);
+    compare(view, d, name);
+    console.log(`diagnosis ${name}: ${view.verdict}, peak ${view.metrics.peak_allocated_bytes} bytes in ${view.metrics.peak_allocations} allocations, built in ${view.buildMs} ms (worker)`);
+    await page.screenshot({ path: path.join(OUT, `diagnosis-real-${i}.png`), fullPage: true });
+
+    // Opened on the timeline first, then switched: the same diagnosis.
+    await page.selectOption('[data-testid=view-select]', 'timeline');
+    await page.waitForSelector('[data-testid=timeline-canvas]');
+    await page.selectOption('[data-testid=view-select]', 'diagnosis');
+    await page.waitForFunction(() => /view=diagnosis/.test(location.hash));
+    await page.waitForFunction(() => {
+      const v = document.querySelector('[data-testid=diagnosis]')?.dataset.verdict;
+      return v && v !== 'pending';
+    });
+    compare(await shown(), d, `${name} (after switching views)`);
+  });
+}
+
+test('a peak row opens the timeline with that frame searched', async (t) => {
+  const present = REAL.map((n) => path.join(SNAPS, n)).filter((f) => fs.existsSync(f));
+  if (!present.length) {
+    skipOrFail(t, `none of ${REAL.join(', ')} in ${SNAPS}: peak row → timeline check`);
+    return;
+  }
+  for (const file of present) {
+    const name = path.basename(file);
+    const view = await openDiagnosis(file);
+    const idx = view.peakRows.findIndex((r) => r.clickable);
+    assert.ok(idx >= 0, `${name}: no clickable peak row (frames: ${view.peakRows.map((r) => r.frame).join(' | ')})`);
+    const frame = view.peakRows[idx].frame;
+    // Rows naming no frame, `(allocated before the trace)` and the like, do nothing.
+    const inert = view.peakRows.findIndex((r) => !r.clickable);
+    if (inert >= 0) {
+      await page.locator('tr[data-testid=peak-row]').nth(inert).click();
+      await page.waitForTimeout(100);
+      assert.match(await page.evaluate(() => location.hash), /view=diagnosis/, `${name}: clicking ${view.peakRows[inert].frame} stays`);
+    }
+    await page.locator('tr[data-testid=peak-row]').nth(idx).click();
+    await page.waitForFunction(() => /view=timeline/.test(location.hash));
+    await page.waitForSelector('[data-testid=timeline-canvas]');
+    assert.equal(await page.inputValue('[data-testid=search-frame]'), frame, `${name}: the frame search holds the row's frame`);
+    assert.equal(await page.inputValue('[data-testid=search-address]'), '', `${name}: no address search`);
+    await page.waitForFunction(() => {
+      const c = document.querySelector('[data-testid=search-count]');
+      return c && (c.dataset.count !== undefined || c.dataset.error);
+    }, null, { timeout: 60000 });
+    const r = await page.$eval('[data-testid=search-count]', (c) => ({ count: c.dataset.count === undefined ? null : Number(c.dataset.count), error: c.dataset.error ? c.textContent : null }));
+    assert.equal(r.error, null, `${name}: search "${frame}" failed`);
+    assert.ok(r.count >= 1, `${name}: search "${frame}" matches nothing`);
+    assert.equal(r.count, pyCount(file, view.device, frame), `${name}: search "${frame}" count against search_count.py`);
+    console.log(`diagnosis ${name}: row "${frame}" → timeline, ${r.count} matches`);
+    await page.screenshot({ path: path.join(OUT, `diagnosis-to-timeline-${REAL.indexOf(name)}.png`) });
+  }
+});
+
+test('an OOM from fragmentation: verdict, OOM row, and the row opens the state at that entry', async (t) => {
+  const file = path.join(os.tmpdir(), 'memlens-e2e-diagnosis-oom-fragmentation.pickle');
+  requireMemlens();
+  try {
+    memlens(['synth', '-q', '--workload', 'oom-fragmentation', '--events', '20000', '--seed', '0', '-o', file]);
+  } catch (err) {
+    skipOrFail(t, `memlens synth --workload oom-fragmentation failed: ${err.message}`);
+    return;
+  }
+  const cli = diagnoseJson(file);
+  const view = await openDiagnosis(file);
+  const d = cliDevice(cli, view.device, 'oom-fragmentation');
+  assert.equal(view.verdict, 'fragmentation');
+  compare(view, d, 'oom-fragmentation');
+  assert.ok(d.ooms.length >= 1, 'memlens diagnose finds the OOM');
+  assert.deepEqual(view.oomRows, d.ooms.map((o) => o.event), 'one OOM row per OOM, with its event');
+  assert.equal(view.metrics.oom_requested_bytes, String(d.ooms[d.ooms.length - 1].requested_bytes));
+  // The OOM is the trace's `oom` entry (device-local index).
+  const ev = view.oomRows[0];
+  const action = execFileSync('python3', ['-c',
+    'import pickle,sys; d=pickle.load(open(sys.argv[1],"rb")); print(d["device_traces"][int(sys.argv[2])][int(sys.argv[3])]["action"])',
+    file, String(view.device), String(ev)]).toString().trim();
+  assert.equal(action, 'oom', `entry ${ev} of device ${view.device}`);
+  console.log(`diagnosis oom-fragmentation: ${view.verdict}, OOM at entry ${ev}, built in ${view.buildMs} ms (worker)`);
+  await page.screenshot({ path: path.join(OUT, 'diagnosis-oom.png'), fullPage: true });
+
+  await page.click(`tr[data-testid=oom-row][data-event="${ev}"]`);
+  await page.waitForFunction((e) => /view=state/.test(location.hash) && new RegExp(`event=${e}(&|$)`).test(location.hash), ev, { timeout: 30000 });
+  try {
+    await page.waitForFunction((e) => {
+      const v = document.querySelector('[data-testid=state-view]');
+      const n = document.querySelector('[data-testid=state-numbers]');
+      return v && v.dataset.event === e && v.dataset.paintedEvent === e && n && n.dataset.event === e;
+    }, String(ev), { timeout: 60000 });
+  } catch (err) {
+    const seen = await page.evaluate(() => JSON.stringify({
+      view: document.querySelector('[data-testid=state-view]')?.dataset,
+      numbers: document.querySelector('[data-testid=state-numbers]')?.dataset,
+      hash: location.hash,
+    }));
+    throw new Error(`state after OOM entry ${ev} not shown: ${seen}`, { cause: err });
+  }
+  // The selected entry is the OOM, with its numbers.
+  assert.match(await page.textContent('.ev-row.selected'), /OOM/);
+  await page.waitForSelector('[data-testid=state-oom]');
+  const req = await page.$eval('[data-testid=state-oom] [data-metric=state_oom_requested_bytes]', (e) => e.dataset.value);
+  assert.equal(req, String(d.ooms[0].requested_bytes));
+  await page.screenshot({ path: path.join(OUT, 'diagnosis-oom-state.png') });
+  fs.rmSync(file, { force: true });
+});
+
+test('no request left 127.0.0.1, and no page errors', async () => {
+  assert.deepEqual(foreign, []);
+  assert.deepEqual(pageErrors, []);
+});
