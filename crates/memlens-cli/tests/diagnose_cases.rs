@@ -77,7 +77,7 @@ fn oom_from_too_much_memory() {
     );
     assert!(!d["verdict"]["fixes"]
         .as_array()
-        .map_or(true, |f| f.is_empty()));
+        .is_none_or(|f| f.is_empty()));
 }
 
 #[test]
