@@ -181,7 +181,9 @@ fn missing(s: &Snapshot, replay: &crate::replay::Replay, source: StepSource) -> 
 
 /// Diagnoses one device.
 pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosis {
-    diagnose_with_history(s, &AllocatorHistory::new(s, device), o)
+    let replay = replay_device(s, device);
+    let history = AllocatorHistory::with_replay(s, &replay);
+    diagnose_parts(s, &history, &replay, o)
 }
 
 /// Diagnoses the device of an Allocator State History already built (the viewer's worker keeps
@@ -191,8 +193,16 @@ pub fn diagnose_with_history(
     history: &AllocatorHistory,
     o: &Options,
 ) -> DeviceDiagnosis {
+    diagnose_parts(s, history, &replay_device(s, history.device()), o)
+}
+
+fn diagnose_parts(
+    s: &Snapshot,
+    history: &AllocatorHistory,
+    replay: &crate::replay::Replay,
+    o: &Options,
+) -> DeviceDiagnosis {
     let device = history.device();
-    let replay = replay_device(s, device);
     let stats = crate::device_stats(s, device);
     let peak_event = u32::try_from(stats.timeline_peak_event).ok();
     let (moment, event) = match o.at {
@@ -255,3 +265,6 @@ pub fn diagnose_with_history(
     d.verdict = verdict::verdict(&d, s, missing(s, &replay, d.step_source));
     d
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,7 @@
 //! Pending-free stalls: memory a tensor no longer uses but the allocator cannot reuse yet,
 //! between its `free_requested` and its `free_completed` (`record_stream`: the block waits for
-//! another stream's work). Largest first by time held (µs where the trace has times, else
+//! another stream's work). A block still pending at the end of the trace stalls until then.
+//! Largest first by time held (µs where the trace has times, else
 //! events), then bytes.
 
 use super::frames::{StackFacts, BEFORE_TRACE};
@@ -16,7 +17,8 @@ pub struct PendingFree {
     pub frame: String,
     pub bytes: u64,
     pub free_requested_event: EventIdx,
-    pub free_event: EventIdx,
+    /// `None`: still pending after the last event (measured to the last event).
+    pub free_event: Option<EventIdx>,
     /// Time between the two entries, when both have a time.
     pub duration_us: Option<i64>,
     pub events: u32,
@@ -35,10 +37,12 @@ pub fn pending_frees(s: &Snapshot, replay: &Replay, facts: &mut StackFacts) -> P
     let mut all: Vec<PendingFree> = Vec::new();
     let mut out = PendingFrees::default();
     for a in &replay.allocations {
-        let (Some(req), Some(free)) = (a.free_requested_event, a.free_event) else {
+        let Some(req) = a.free_requested_event else {
             continue;
         };
-        if free <= req + 1 {
+        let last = replay.events.saturating_sub(1);
+        let free = a.free_event.unwrap_or(last);
+        if a.free_event.is_some_and(|f| f <= req + 1) || free < req {
             continue;
         }
         out.count += 1;
@@ -55,7 +59,7 @@ pub fn pending_frees(s: &Snapshot, replay: &Replay, facts: &mut StackFacts) -> P
             frame,
             bytes: a.size_bytes,
             free_requested_event: req,
-            free_event: free,
+            free_event: a.free_event,
             duration_us: time(free).zip(time(req)).map(|(f, r)| f - r),
             events: free - req,
         });

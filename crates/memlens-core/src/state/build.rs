@@ -101,7 +101,8 @@ impl Builder<'_> {
     }
 }
 
-pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
+pub(crate) fn build(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHistory {
+    let device = replay.device;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let rows = s.device_rows(device);
     let t = &s.trace;
@@ -149,7 +150,6 @@ pub(crate) fn build(s: &Snapshot, device: u32) -> AllocatorHistory {
     // Without any free_requested (`skip_actions`), blocks stay allocated until free_completed;
     // with them, a free_completed whose request is not in the trace was requested before it.
     let has_requests = actions.contains(&Action::FreeRequested);
-    let replay = crate::replay::replay_device(s, device);
     for a in &replay.allocations {
         let Some(free) = a.free_event else { continue };
         let free = free as usize;

@@ -717,7 +717,12 @@ pub struct AllocatorHistory {
 impl AllocatorHistory {
     /// Reconstructs the states of `device` from the snapshot's final segments and its trace.
     pub fn new(s: &Snapshot, device: u32) -> AllocatorHistory {
-        build::build(s, device)
+        build::build(s, &crate::replay::replay_device(s, device))
+    }
+
+    /// The same, over the device's allocation table when the caller has it already.
+    pub fn with_replay(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHistory {
+        build::build(s, replay)
     }
 
     pub fn device(&self) -> u32 {

@@ -1,0 +1,72 @@
+//! The analysis on the fixture texts (tests/fixtures): each planted case reads back as planted.
+
+use super::{diagnose_device, DeviceDiagnosis, Options};
+use crate::analysis::verdict::VerdictKind;
+
+fn diagnose_fixture(name: &str) -> DeviceDiagnosis {
+    let path = memlens_fixture::fixtures_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let bytes = memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let device = snap.default_device().unwrap_or(0);
+    diagnose_device(&snap, device, &Options::default())
+}
+
+#[test]
+fn oom_fixture_reads_the_request_the_device_free_and_the_user_frame() {
+    let d = diagnose_fixture("oom.txt");
+    let o = d.ooms.first().unwrap_or_else(|| panic!("no oom read"));
+    assert_eq!(o.requested_bytes, 64 << 30);
+    assert_eq!(o.device_free_bytes, Some(123_456));
+    assert_eq!(o.pool, "large");
+    assert!(!o.fits_in_free_total);
+    assert_eq!(o.frame, "model.py:44:attention");
+    assert_eq!(d.verdict.kind, VerdictKind::TooMuch);
+    assert_eq!(d.peak.top[0].frame, "model.py:30:forward");
+    assert_eq!(d.peak.top[0].bytes, 943_718_400);
+}
+
+#[test]
+fn record_stream_fixture_reports_the_pending_free() {
+    let d = diagnose_fixture("pending_free_record_stream.txt");
+    assert!(d.pending_frees.count >= 1, "{:?}", d.pending_frees);
+    assert!(d
+        .pending_frees
+        .largest
+        .iter()
+        .all(|p| p.free_event.is_none_or(|f| f > p.free_requested_event)));
+    assert_eq!(d.pending_frees.largest[0].frame, "loader.py:31:prefetch");
+}
+
+#[test]
+fn private_pool_fixture_reports_the_pool_and_no_leak() {
+    let d = diagnose_fixture("private_pool.txt");
+    assert!(!d.private_pools.is_empty(), "no private pool read");
+    assert!(d.private_pools.iter().all(|p| p.pool_id != (0, 0)));
+    assert_ne!(d.verdict.kind, VerdictKind::Leak);
+}
+
+#[test]
+fn every_fixture_diagnoses_and_its_groupings_sum_to_the_live_total() {
+    for (path, text) in memlens_fixture::fixture_texts() {
+        let name = path.display().to_string();
+        let Ok(bytes) = memlens_fixture::build(&text) else {
+            continue;
+        };
+        let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for d in super::diagnose(&snap, &Options::default()).devices {
+            let total = d.peak.allocated_bytes;
+            assert_eq!(
+                d.peak.top.iter().map(|g| g.bytes).sum::<u64>(),
+                total,
+                "{name}"
+            );
+            assert_eq!(
+                d.peak.by_class.iter().map(|g| g.bytes).sum::<u64>(),
+                total,
+                "{name}"
+            );
+            assert!(!d.verdict.summary.is_empty(), "{name}");
+        }
+    }
+}
