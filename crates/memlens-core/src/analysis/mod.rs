@@ -210,9 +210,9 @@ fn diagnose_parts(
         None => (Moment::TimelinePeak, peak_event),
     };
     let mut cx = Classifier::new(s, device);
-    let peak = alive_at(&replay, &mut cx, event);
+    let peak = alive_at(replay, &mut cx, event);
     let end_event = replay.events.checked_sub(1);
-    let end = alive_at(&replay, &mut cx, end_event);
+    let end = alive_at(replay, &mut cx, end_event);
     let mut st = history.state_at(None);
     let fragmentation_peak = fragmentation::at(history, &mut st, event);
     let fragmentation_end = fragmentation::at(history, &mut st, end_event);
@@ -226,9 +226,9 @@ fn diagnose_parts(
         };
         fragmentation::ooms(s, history, &mut st, frame_of, o.device_memory_bytes)
     };
-    let (steps, step_source) = steps::steps(s, &replay, &mut cx.facts);
-    let leaks = steps::suspects(s, &replay, &steps, &mut cx);
-    let pending_frees = pending::pending_frees(s, &replay, &mut cx.facts);
+    let (steps, step_source) = steps::steps(s, replay, &mut cx.facts);
+    let leaks = steps::suspects(s, replay, &steps, &mut cx);
+    let pending_frees = pending::pending_frees(s, replay, &mut cx.facts);
     let ledger = Ledger {
         expected: expected(o, &peak.by_class),
         peak: peak.by_class.clone(),
@@ -262,7 +262,7 @@ fn diagnose_parts(
             missing: Vec::new(),
         },
     };
-    d.verdict = verdict::verdict(&d, s, missing(s, &replay, d.step_source));
+    d.verdict = verdict::verdict(&d, s, missing(s, replay, d.step_source));
     d
 }
 
