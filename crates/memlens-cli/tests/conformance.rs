@@ -2,6 +2,7 @@
 //! every real snapshot by Python's own `pickle.load` (tests/python/stats_ref.py, written from the
 //! definitions and not from the Rust code). Also checks that every real snapshot decodes.
 
+use memlens_fixture::python;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -26,17 +27,6 @@ const KEYS: &[&str] = &[
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
 }
 
 fn parse(what: &str, out: &Output) -> Result<Value, String> {

@@ -3,6 +3,7 @@
 //! written from the definitions and not from the Rust code): per device the peak event, the
 //! bytes and count alive there, and the first groups of the by-user-frame breakdown.
 
+use memlens_fixture::python;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -12,17 +13,6 @@ const TOP: usize = 10;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
 }
 
 fn parse(what: &str, out: &Output) -> Result<Value, String> {

@@ -4,10 +4,11 @@
 //! segsum view are checked against upstream's own Python (`_write_blocks`, `segsum`, embedded
 //! below with memlens' documented fixes marked) run on Python's `pickle.load`.
 
+use memlens_fixture::python;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn memlens(args: &[&str], cwd: Option<&Path>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memlens"));
@@ -640,17 +641,6 @@ data = dict(data)
 data['segments'] = [s for s in data['segments'] if s.get('device', 0) == device]
 sys.stdout.write({'segments': segments, 'memory': memory, 'segsum': segsum}[kind](data))
 "#;
-
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
 
 /// The segsum block of one device in `memlens stats` text.
 fn segsum_of(stats: &str, device: u64) -> String {

@@ -2,6 +2,7 @@
 //! exit 2 with one line, and `memlens stats --json` on generated files agrees with the
 //! independent Python reading (tests/python/stats_ref.py) key for key.
 
+use memlens_fixture::python;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -35,17 +36,6 @@ fn synth(name: &str, args: &[&str]) -> PathBuf {
         "summary line: {line}"
     );
     path
-}
-
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
 }
 
 #[test]

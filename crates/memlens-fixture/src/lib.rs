@@ -50,12 +50,14 @@ mod parse;
 mod sink;
 mod snapshots;
 mod tokenize;
+mod tools;
 mod write;
 
 pub use document::{Fixture, Form, Options, DEFAULT_CLOCK_STEP_US, DEFAULT_CLOCK_US};
 pub use error::FixtureError;
 pub use files::{fixture_texts, fixtures_dir};
 pub use snapshots::{shared_snapshots, shared_snapshots_dir, NO_SKIP_VAR, SNAPSHOTS_DIR_VAR};
+pub use tools::python;
 pub use write::html_page;
 
 /// Parses `text` and writes it: the one call most tests need.
