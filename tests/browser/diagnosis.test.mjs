@@ -305,6 +305,57 @@ test('an OOM from fragmentation: verdict, OOM row, and the row opens the state a
   fs.rmSync(file, { force: true });
 });
 
+test('the live-memory flamegraph: its width is the live total at the peak and at a picked moment, and a frame opens the timeline', async (t) => {
+  const file = path.join(SNAPS, REAL[0]);
+  if (!fs.existsSync(file)) {
+    skipOrFail(t, `${file} missing: flamegraph check`);
+    return;
+  }
+  const name = path.basename(file);
+  const view = await openDiagnosis(file);
+  const d = cliDevice(diagnoseJson(file), view.device, name);
+  const icicle = async () => {
+    await page.waitForSelector('[data-testid=icicle]', { timeout: 60000 });
+    return page.$eval('[data-testid=icicle]', (e) => ({ total: Number(e.dataset.totalBytes), event: e.dataset.event === undefined ? null : Number(e.dataset.event), nodes: Number(e.dataset.nodes) }));
+  };
+  const atPeak = await icicle();
+  assert.equal(atPeak.event, d.peak.event, `${name}: the flamegraph shows the peak`);
+  assert.equal(atPeak.total, d.peak.allocated_bytes, `${name}: flamegraph total = live total at the peak`);
+  assert.ok(atPeak.nodes > 0, `${name}: flamegraph has nodes`);
+  // Pick a moment on the fragmentation chart (its left quarter): the flamegraph follows, and
+  // its total is what `memlens diagnose --at` reports alive there.
+  const chart = page.locator('[data-testid=fragmentation] svg');
+  const box = await chart.boundingBox();
+  await chart.click({ position: { x: box.width * 0.25, y: box.height / 2 } });
+  try {
+    await page.waitForFunction((p) => {
+      const e = document.querySelector('[data-testid=icicle]');
+      return e && e.dataset.event !== undefined && Number(e.dataset.event) !== p;
+    }, d.peak.event, { timeout: 60000 });
+  } catch (err) {
+    const seen = await page.evaluate(() => JSON.stringify({ hash: location.hash, flame: document.querySelector('[data-testid=live-flame]')?.textContent?.slice(0, 200), icicle: document.querySelector('[data-testid=icicle]')?.dataset ?? null }));
+    throw new Error(`${name}: the flamegraph did not move to the picked moment (chart box ${JSON.stringify(box)}): ${seen}`, { cause: err });
+  }
+  const picked = await icicle();
+  const at = cliDevice(JSON.parse(memlens(['diagnose', '--json', '--at', String(picked.event), file])), view.device, name);
+  assert.equal(picked.total, at.peak.allocated_bytes, `${name}: flamegraph total at event ${picked.event} = memlens diagnose --at`);
+  console.log(`diagnosis ${name}: flamegraph at the peak ${atPeak.total} bytes (${atPeak.nodes} nodes), at event ${picked.event} ${picked.total} bytes`);
+  await page.click('[data-testid=flame-to-peak]');
+  await page.waitForFunction((p) => document.querySelector('[data-testid=icicle]')?.dataset.event === String(p), d.peak.event);
+  // Click the widest top-level frame that names a frame: the timeline opens with it searched.
+  const canvas = page.locator('[data-testid=icicle] canvas');
+  await canvas.hover({ position: { x: 5, y: 8 } });
+  const hovered = await page.textContent('[data-testid=icicle-hover]');
+  assert.ok(hovered.trim().length > 0, `${name}: hovering names a frame`);
+  await canvas.click({ position: { x: 5, y: 8 } });
+  if (!hovered.startsWith('(')) {
+    await page.waitForFunction(() => /view=timeline/.test(location.hash));
+    const frame = hovered.split(' — ')[0];
+    assert.equal(await page.inputValue('[data-testid=search-frame]'), frame, `${name}: the frame search holds the clicked frame`);
+  }
+  await page.screenshot({ path: path.join(OUT, 'diagnosis-flame.png') });
+});
+
 test('no request left 127.0.0.1, and no page errors', async () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

@@ -147,6 +147,18 @@ pub fn app() -> Html {
             }
         });
     }
+    // Its icicle: live memory at the picked moment, else at the peak.
+    {
+        let bridge = bridge.clone();
+        let want = state
+            .wanted_icicle()
+            .filter(|_| state.view() == View::Diagnosis);
+        use_effect_with(want, move |want| {
+            if let (Some(b), Some((id, device, event))) = (&bridge, want) {
+                b.request_icicle(*id, *device, *event);
+            }
+        });
+    }
     {
         let bridge = bridge.clone();
         use_effect_with(
@@ -309,11 +321,15 @@ pub fn app() -> Html {
                     (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
                     (View::State, _) => crate::page::history_view::state_body(&state),
                     (View::Diagnosis, _) => {
-                        let (s1, s2) = (state.clone(), state.clone());
+                        let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
+                        let icicle = state.icicle.clone().filter(|i| {
+                            state.wanted_icicle() == Some((i.file, i.device, i.icicle.event))
+                        });
                         html! {
-                            <DiagnosisView diagnosis={state.current_diagnosis().cloned()}
+                            <DiagnosisView diagnosis={state.current_diagnosis().cloned()} {icicle}
                                 on_frame={Callback::from(move |f: String| s1.dispatch(Action::ShowFrame(f)))}
-                                on_event={Callback::from(move |e: u32| s2.dispatch(Action::OpenEvent(e)))} />
+                                on_event={Callback::from(move |e: u32| s2.dispatch(Action::OpenEvent(e)))}
+                                on_moment={Callback::from(move |e: Option<u32>| s3.dispatch(Action::PickMoment(e)))} />
                         }
                     }
                     (_, Some(kind)) => match state.current_layout() {

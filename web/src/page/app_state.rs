@@ -5,6 +5,7 @@
 
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::FileInfo;
+use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
@@ -155,6 +156,20 @@ impl PartialEq for SharedDiagnosis {
     }
 }
 
+/// Live memory at a moment as an icicle, for (file, device); compared by identity.
+#[derive(Debug, Clone)]
+pub struct SharedIcicle {
+    pub file: u32,
+    pub device: u32,
+    pub icicle: Rc<Icicle>,
+}
+
+impl PartialEq for SharedIcicle {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.icicle, &other.icicle)
+    }
+}
+
 /// The answer to the latest query for a layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchOutcome {
@@ -197,6 +212,10 @@ pub struct AppState {
     pub time_axis: bool,
     /// Diagnoses by (file id, device).
     pub diagnoses: HashMap<(u32, u32), SharedDiagnosis>,
+    /// Diagnosis: the moment its icicle shows (`None`: the peak).
+    pub moment: Option<u32>,
+    /// The latest icicle the worker sent.
+    pub icicle: Option<SharedIcicle>,
 }
 
 pub enum Action {
@@ -285,6 +304,9 @@ pub enum Action {
     ShowFrame(String),
     /// Show the Allocator State History after this trace entry.
     OpenEvent(u32),
+    /// Diagnosis: show live memory after this entry (`None`: at the peak).
+    PickMoment(Option<u32>),
+    Icicle(SharedIcicle),
 }
 
 impl AppState {
@@ -342,6 +364,14 @@ impl AppState {
         let info = self.current_info()?;
         let device = self.device.or(info.default_device)?;
         self.diagnoses.get(&(self.current?, device))
+    }
+
+    /// The event the Diagnosis view's icicle should show, once the diagnosis is in: the picked
+    /// moment, else the peak (`Some(None)`: before the first event).
+    pub fn wanted_icicle(&self) -> Option<(u32, u32, Option<u32>)> {
+        let d = self.current_diagnosis()?;
+        let event = self.moment.or(d.diagnosis.peak.event);
+        Some((self.current?, d.diagnosis.device, event))
     }
 
     /// The state view's list columns for the current file and device, if they arrived.
@@ -406,6 +436,7 @@ impl AppState {
     }
 
     fn reset_view_of_file(&mut self) {
+        self.moment = None;
         self.window = None;
         self.selected = None;
         self.context = None;
@@ -567,6 +598,7 @@ impl Reducible for AppState {
             }
             Action::SelectDevice(d) => {
                 s.device = Some(d);
+                s.moment = None;
                 s.window = None;
                 s.selected = None;
                 s.context = None;
@@ -696,6 +728,8 @@ impl Reducible for AppState {
                 s.search_text = (String::new(), frame);
                 s.search = None;
             }
+            Action::PickMoment(e) => s.moment = e,
+            Action::Icicle(i) => s.icicle = Some(i),
             Action::OpenEvent(e) => {
                 s.view = Some(View::State);
                 s.window = None;

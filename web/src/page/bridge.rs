@@ -136,6 +136,8 @@ pub struct Bridge {
     events_asked: RefCell<HashSet<(u32, u32)>>,
     /// (file, device) diagnoses asked for.
     diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
+    /// The icicle asked last.
+    icicle_asked: Cell<Option<(u32, u32, Option<u32>)>>,
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
@@ -231,6 +233,7 @@ impl Bridge {
             state_sent_ms,
             events_asked: RefCell::default(),
             diagnosis_asked: RefCell::default(),
+            icicle_asked: Cell::default(),
             cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
@@ -381,6 +384,14 @@ impl Bridge {
     pub fn request_diagnosis(&self, id: u32, device: u32) {
         if self.diagnosis_asked.borrow_mut().insert((id, device)) {
             self.send(&ToWorker::Diagnose { id, device }, &[]);
+        }
+    }
+
+    /// Asks for the icicle of (file, device) after `event`, unless that is the last one asked.
+    pub fn request_icicle(&self, id: u32, device: u32, event: Option<u32>) {
+        let want = (id, device, event);
+        if self.icicle_asked.replace(Some(want)) != Some(want) {
+            self.send(&ToWorker::Icicle { id, device, event }, &[]);
         }
     }
 

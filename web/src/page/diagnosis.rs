@@ -5,7 +5,8 @@
 //! Allocator State History at that entry. Numbers carry `data-metric`/`data-value` as the
 //! summary strip's do. The charts are inline SVG (see ARCHITECTURE.md's Decisions).
 
-use crate::page::app_state::SharedDiagnosis;
+use crate::page::app_state::{SharedDiagnosis, SharedIcicle};
+use crate::page::icicle::IcicleView;
 use memlens_core::analysis::fragmentation::Fragmentation;
 use memlens_core::analysis::verdict::human;
 use memlens_core::analysis::DeviceDiagnosis;
@@ -21,6 +22,10 @@ pub struct Props {
     pub on_frame: Callback<String>,
     /// Open the Allocator State History after this entry.
     pub on_event: Callback<u32>,
+    /// Live memory at the moment shown (once the worker sent it).
+    pub icicle: Option<SharedIcicle>,
+    /// Pick the moment the icicle shows (`None`: the peak).
+    pub on_moment: Callback<Option<u32>>,
 }
 
 fn metric(name: &str, value: u64, text: String) -> Html {
@@ -199,7 +204,7 @@ fn ooms_section(d: &DeviceDiagnosis, on_event: &Callback<u32>) -> Html {
 }
 
 /// Reserved, allocated and inactive_split along the trace, as polylines.
-fn fragmentation_chart(d: &DeviceDiagnosis, on_event: &Callback<u32>) -> Html {
+fn fragmentation_chart(d: &DeviceDiagnosis, on_moment: &Callback<Option<u32>>) -> Html {
     let s = &d.fragmentation_over_time;
     if s.len() < 2 {
         return html! {};
@@ -219,24 +224,26 @@ fn fragmentation_chart(d: &DeviceDiagnosis, on_event: &Callback<u32>) -> Html {
     };
     let n = s.len() as u32;
     let on_click = {
-        let on_event = on_event.clone();
+        let on_event = on_moment.clone();
         Callback::from(move |e: MouseEvent| {
+            // Yew delegates events, so the current target is not the chart: find it.
             let Some(t) = e
-                .current_target()
+                .target()
                 .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+                .and_then(|t| t.closest("svg").ok().flatten())
             else {
                 return;
             };
             let r = t.get_bounding_client_rect();
             if r.width() > 0.0 {
                 let frac = ((f64::from(e.client_x()) - r.left()) / r.width()).clamp(0.0, 1.0);
-                on_event.emit((frac * last).round() as u32);
+                on_event.emit(Some((frac * last).round() as u32));
             }
         })
     };
     html! {
         <section data-testid="fragmentation">
-            <h3>{ format!("Fragmentation over time ({n} samples; click to open the state there)") }</h3>
+            <h3>{ format!("Fragmentation over time ({n} samples; click to see live memory there)") }</h3>
             <svg class="frag-chart" width="100%" height={format!("{h}")} viewBox={format!("0 0 {w} {h}")} preserveAspectRatio="none" onclick={on_click}>
                 <polyline class="line-reserved" points={line(|f| f.reserved_bytes)} />
                 <polyline class="line-allocated" points={line(|f| f.allocated_bytes)} />
@@ -272,6 +279,31 @@ fn extras_section(d: &DeviceDiagnosis) -> Html {
     }
 }
 
+fn icicle_section(d: &DeviceDiagnosis, p: &Props) -> Html {
+    let at_peak = p
+        .icicle
+        .as_ref()
+        .is_none_or(|i| i.icicle.event == d.peak.event);
+    let event = p.icicle.as_ref().and_then(|i| i.icicle.event);
+    let (to_peak, to_state) = (p.on_moment.reform(|_: MouseEvent| None), p.on_event.clone());
+    html! {
+        <section data-testid="live-flame">
+            <h3>{ "Live memory as a flamegraph" }
+                if !at_peak {
+                    { " " }<button class="link" data-testid="flame-to-peak" onclick={to_peak}>{ "back to the peak" }</button>
+                }
+                if let Some(e) = event {
+                    { " " }<button class="link" onclick={to_state.reform(move |_: MouseEvent| e)}>{ "open the state there" }</button>
+                }
+            </h3>
+            { match &p.icicle {
+                Some(ic) => html! { <IcicleView icicle={ic.clone()} on_frame={p.on_frame.clone()} /> },
+                None => html! { <p class="muted">{ "Reading live memory…" }</p> },
+            } }
+        </section>
+    }
+}
+
 #[function_component(DiagnosisView)]
 pub fn diagnosis_view(p: &Props) -> Html {
     let Some(sd) = &p.diagnosis else {
@@ -287,6 +319,7 @@ pub fn diagnosis_view(p: &Props) -> Html {
             data-build-ms={format!("{:.1}", sd.build_ms)}>
             { verdict_section(d) }
             { peak_section(d, &p.on_frame) }
+            { icicle_section(d, p) }
             <section data-testid="ledger">
                 <h3>{ "Memory ledger" }</h3>
                 <div class="ledgers">
@@ -296,7 +329,7 @@ pub fn diagnosis_view(p: &Props) -> Html {
             </section>
             { leaks_section(d, &p.on_frame) }
             { ooms_section(d, &p.on_event) }
-            { fragmentation_chart(d, &p.on_event) }
+            { fragmentation_chart(d, &p.on_moment) }
             { extras_section(d) }
         </div>
     }

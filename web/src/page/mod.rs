@@ -10,6 +10,7 @@ pub mod diagnosis;
 pub mod event_list;
 pub mod history_canvas;
 pub mod history_view;
+pub mod icicle;
 pub mod panels;
 pub mod reply;
 pub mod search;

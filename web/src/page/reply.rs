@@ -2,11 +2,12 @@
 //! typed [`Reply`], which then becomes a reducer action. Views send requests (through
 //! `crate::page::bridge`) and never look at a message.
 
-use crate::page::app_state::{Action, LayoutKey, SharedDiagnosis};
+use crate::page::app_state::{Action, LayoutKey, SharedDiagnosis, SharedIcicle};
 use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
+use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
@@ -49,6 +50,11 @@ pub enum Reply {
         device: u32,
         diagnosis: DeviceDiagnosis,
         build_ms: f64,
+    },
+    Icicle {
+        file: u32,
+        device: u32,
+        icicle: Icicle,
     },
     Search {
         key: LayoutKey,
@@ -183,6 +189,11 @@ impl Reply {
                 diagnosis: *diagnosis,
                 build_ms,
             },
+            FromWorker::Icicle { id, device, icicle } => Reply::Icicle {
+                file: id,
+                device,
+                icicle: *icicle,
+            },
             FromWorker::Search {
                 id,
                 device,
@@ -236,6 +247,15 @@ impl Reply {
                 ctx,
             },
             Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
+            Reply::Icicle {
+                file,
+                device,
+                icicle,
+            } => Action::Icicle(SharedIcicle {
+                file,
+                device,
+                icicle: Rc::new(icicle),
+            }),
             Reply::Diagnosis {
                 file,
                 device,

@@ -3,6 +3,7 @@
 //! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
 //! copied (`crate::wire::pack`); a file to open travels as the `File` itself.
 
+use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineKind;
@@ -57,6 +58,12 @@ pub enum ToWorker {
     Diagnose {
         id: u32,
         device: u32,
+    },
+    /// Live memory after `event` as an icicle (`memlens_core::analysis::icicle`).
+    Icicle {
+        id: u32,
+        device: u32,
+        event: Option<u32>,
     },
     /// Search a layout's elements (`memlens_core::layout::search`); `seq` is echoed back.
     Search {
@@ -156,6 +163,12 @@ pub enum FromWorker {
         /// Worker time to compute it.
         build_ms: f64,
         diagnosis: Box<DeviceDiagnosis>,
+    },
+    /// Reply to [`ToWorker::Icicle`].
+    Icicle {
+        id: u32,
+        device: u32,
+        icicle: Box<Icicle>,
     },
     /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the
     /// query could not run).

@@ -160,6 +160,17 @@ fn handle(state: &Shared, data: JsValue) {
             crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
+        ToWorker::Icicle { id, device, event } => {
+            let icicle = state.borrow().files.get(&id).map(|f| {
+                let replay = memlens_core::replay::replay_device(&f.snap, device);
+                memlens_core::analysis::icicle::icicle_at(&f.snap, &replay, event)
+            });
+            post(&FromWorker::Icicle {
+                id,
+                device,
+                icicle: Box::new(icicle.unwrap_or_default()),
+            });
+        }
         ToWorker::Search {
             id,
             device,

@@ -12,6 +12,7 @@
 pub mod alive;
 pub mod fragmentation;
 pub mod frames;
+pub mod icicle;
 pub mod ledger;
 pub mod pending;
 pub mod steps;

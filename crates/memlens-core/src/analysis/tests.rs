@@ -70,3 +70,39 @@ fn every_fixture_diagnoses_and_its_groupings_sum_to_the_live_total() {
         }
     }
 }
+
+#[test]
+fn icicle_width_is_the_live_total_and_children_fit_their_parents() {
+    for (path, text) in memlens_fixture::fixture_texts() {
+        let name = path.display().to_string();
+        let Ok(bytes) = memlens_fixture::build(&text) else {
+            continue;
+        };
+        let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for device in snap.devices() {
+            let d = diagnose_device(&snap, device, &Options::default());
+            let replay = crate::replay::replay_device(&snap, device);
+            let ic = super::icicle::icicle_at(&snap, &replay, d.peak.event);
+            assert_eq!(ic.total_bytes, d.peak.allocated_bytes, "{name}");
+            let roots: u64 = ic
+                .nodes
+                .iter()
+                .filter(|n| n.depth == 0)
+                .map(|n| n.bytes)
+                .sum();
+            assert!(roots <= ic.total_bytes, "{name}");
+            // Depth-first order: each node lies inside the last node one level up.
+            let mut open: Vec<(u64, u64)> = Vec::new();
+            for n in &ic.nodes {
+                open.truncate(n.depth as usize);
+                if let Some(&(a, b)) = open.last() {
+                    assert!(
+                        a <= n.offset_bytes && n.offset_bytes + n.bytes <= b,
+                        "{name}: {n:?}"
+                    );
+                }
+                open.push((n.offset_bytes, n.offset_bytes + n.bytes));
+            }
+        }
+    }
+}

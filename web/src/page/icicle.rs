@@ -1,0 +1,155 @@
+//! Live memory as an icicle on a canvas (core's `analysis::icicle`): width = live bytes, root
+//! frames on top. Hovering names a frame and its bytes; clicking one opens the Active Memory
+//! Timeline with that frame searched (its bands highlighted). Drawing follows pixels: core
+//! already left out nodes under 1/4000 of the width, and boxes under half a pixel are skipped.
+
+use crate::page::app_state::SharedIcicle;
+use memlens_core::analysis::icicle::IcicleNode;
+use memlens_core::analysis::verdict::human;
+use wasm_bindgen::JsCast;
+use web_sys::{HtmlCanvasElement, MouseEvent};
+use yew::prelude::*;
+
+/// Row height in CSS pixels.
+const ROW_PX: f64 = 17.0;
+/// Rows drawn at most (deeper frames are cut off; the hover still names them).
+const MAX_ROWS: u32 = 40;
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub icicle: SharedIcicle,
+    pub on_frame: Callback<String>,
+}
+
+fn hue(s: &str) -> u32 {
+    s.bytes().fold(2166136261u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(16777619)
+    }) % 360
+}
+
+fn rows(nodes: &[IcicleNode]) -> u32 {
+    nodes
+        .iter()
+        .map(|n| n.depth + 1)
+        .max()
+        .unwrap_or(1)
+        .min(MAX_ROWS)
+}
+
+fn draw(canvas: &HtmlCanvasElement, ic: &SharedIcicle) {
+    let Some((ctx, w, _h)) = crate::page::canvas::prepare(canvas) else {
+        return;
+    };
+    let total = ic.icicle.total_bytes.max(1) as f64;
+    ctx.set_font("11px sans-serif");
+    for n in ic.icicle.nodes.iter().filter(|n| n.depth < MAX_ROWS) {
+        let x = w * n.offset_bytes as f64 / total;
+        let bw = w * n.bytes as f64 / total;
+        if bw < 0.5 {
+            continue;
+        }
+        let y = f64::from(n.depth) * ROW_PX;
+        ctx.set_fill_style_str(&format!("hsl({}, 55%, 62%)", hue(&n.frame)));
+        ctx.fill_rect(x, y, (bw - 0.5).max(0.5), ROW_PX - 1.0);
+        if bw > 30.0 {
+            let chars = ((bw - 6.0) / 6.2) as usize;
+            let label: String = if n.frame.chars().count() > chars {
+                n.frame
+                    .chars()
+                    .take(chars.saturating_sub(1))
+                    .chain(['…'])
+                    .collect()
+            } else {
+                n.frame.clone()
+            };
+            ctx.set_fill_style_str("#111");
+            let _ = ctx.fill_text(&label, x + 3.0, y + 12.0);
+        }
+    }
+}
+
+fn hit(canvas: &HtmlCanvasElement, ic: &SharedIcicle, e: &MouseEvent) -> Option<IcicleNode> {
+    let r = canvas.get_bounding_client_rect();
+    let (x, y) = (
+        f64::from(e.client_x()) - r.left(),
+        f64::from(e.client_y()) - r.top(),
+    );
+    let depth = (y / ROW_PX).floor();
+    if depth < 0.0 || r.width() <= 0.0 {
+        return None;
+    }
+    let at = x / r.width() * ic.icicle.total_bytes as f64;
+    ic.icicle
+        .nodes
+        .iter()
+        .find(|n| {
+            f64::from(n.depth) == depth
+                && n.offset_bytes as f64 <= at
+                && at < (n.offset_bytes + n.bytes) as f64
+        })
+        .cloned()
+}
+
+#[function_component(IcicleView)]
+pub fn icicle_view(p: &Props) -> Html {
+    let canvas = use_node_ref();
+    let hover = use_state(|| None::<IcicleNode>);
+    let resize = use_state(|| 0u32);
+    {
+        let (canvas, ic, tick) = (canvas.clone(), p.icicle.clone(), *resize);
+        use_effect_with((ic, tick), move |(ic, _)| {
+            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                draw(&c, ic);
+            }
+        });
+    }
+    {
+        let (canvas, resize) = (canvas.clone(), resize.clone());
+        use_effect_with((), move |_| {
+            let cleanup = canvas
+                .cast::<HtmlCanvasElement>()
+                .map(|c| crate::page::canvas::listen_wheel_and_resize(&c, |_| {}, resize))
+                .unwrap_or_default();
+            move || cleanup.into_iter().for_each(|f| f())
+        });
+    }
+    let target = |e: &MouseEvent| {
+        e.target()
+            .and_then(|t| t.dyn_into::<HtmlCanvasElement>().ok())
+    };
+    let on_move = {
+        let (ic, hover) = (p.icicle.clone(), hover.clone());
+        Callback::from(move |e: MouseEvent| {
+            hover.set(target(&e).and_then(|c| hit(&c, &ic, &e)));
+        })
+    };
+    let on_click = {
+        let (ic, on_frame) = (p.icicle.clone(), p.on_frame.clone());
+        Callback::from(move |e: MouseEvent| {
+            if let Some(n) = target(&e).and_then(|c| hit(&c, &ic, &e)) {
+                if !n.frame.starts_with('(') {
+                    on_frame.emit(n.frame);
+                }
+            }
+        })
+    };
+    let ic = &p.icicle.icicle;
+    let h = f64::from(rows(&ic.nodes)) * ROW_PX;
+    let when = ic.event.map_or("before the first event".to_string(), |e| {
+        format!("after event {e}")
+    });
+    html! {
+        <div class="icicle" data-testid="icicle" data-total-bytes={ic.total_bytes.to_string()}
+            data-event={ic.event.map(|e| e.to_string())} data-nodes={ic.nodes.len().to_string()}>
+            <p class="small">{ format!("Live memory {when}: {} (width = bytes; click a frame to see its bands on the timeline)", human(ic.total_bytes)) }</p>
+            <canvas ref={canvas} class="icicle-canvas" style={format!("height:{h}px")}
+                onmousemove={on_move} onclick={on_click} onmouseleave={{ let hv = hover.clone(); Callback::from(move |_| hv.set(None)) }} />
+            <p class="small icicle-hover" data-testid="icicle-hover">{
+                match &*hover {
+                    Some(n) => format!("{} — {} in {} allocations ({:.1}%)", n.frame, human(n.bytes), n.allocations, 100.0 * n.bytes as f64 / ic.total_bytes.max(1) as f64),
+                    None => "\u{a0}".to_string(),
+                }
+            }</p>
+        </div>
+    }
+}
