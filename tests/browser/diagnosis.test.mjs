@@ -302,6 +302,13 @@ test('an OOM from fragmentation: verdict, OOM row, and the row opens the state a
   const req = await page.$eval('[data-testid=state-oom] [data-metric=state_oom_requested_bytes]', (e) => e.dataset.value);
   assert.equal(req, String(d.ooms[0].requested_bytes));
   await page.screenshot({ path: path.join(OUT, 'diagnosis-oom-state.png') });
+  // "live memory" shows the state's entry as a flamegraph in the Diagnosis view, as wide as
+  // what `memlens diagnose --at` finds alive there.
+  await page.click('[data-testid=state-live-memory]');
+  await page.waitForFunction((e) => /view=diagnosis/.test(location.hash) && document.querySelector('[data-testid=icicle]')?.dataset.event === String(e), ev, { timeout: 60000 });
+  const total = await page.$eval('[data-testid=icicle]', (e) => Number(e.dataset.totalBytes));
+  const at = cliDevice(JSON.parse(memlens(['diagnose', '--json', '--at', String(ev), file])), view.device, 'oom-fragmentation');
+  assert.equal(total, at.peak.allocated_bytes, `flamegraph after the OOM entry ${ev} = memlens diagnose --at`);
   fs.rmSync(file, { force: true });
 });
 

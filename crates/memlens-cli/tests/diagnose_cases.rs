@@ -129,6 +129,12 @@ fn healthy_training_has_no_problem() {
     let v = diagnose(&synth("training", "0", "healthy"), &[]);
     let d = device0(&v);
     assert_eq!(kind(d), "no_problem_found", "{}", d["verdict"]);
+    // The logits' gradient is the first thing backward allocates: the peak follows forward.
+    assert_eq!(
+        d["peak_phase"], "at the start of backward (right after forward)",
+        "{}",
+        d["peak_phase"]
+    );
     assert_eq!(d["leak_method"], "steps");
     assert_eq!(
         d["leaks"].as_array().map(Vec::len),

@@ -306,6 +306,8 @@ pub enum Action {
     OpenEvent(u32),
     /// Diagnosis: show live memory after this entry (`None`: at the peak).
     PickMoment(Option<u32>),
+    /// Open the Diagnosis view with live memory after this entry.
+    ShowMoment(u32),
     Icicle(SharedIcicle),
 }
 
@@ -729,6 +731,11 @@ impl Reducible for AppState {
                 s.search = None;
             }
             Action::PickMoment(e) => s.moment = e,
+            Action::ShowMoment(e) => {
+                s.view = Some(View::Diagnosis);
+                s.window = None;
+                s.moment = Some(e);
+            }
             Action::Icicle(i) => s.icicle = Some(i),
             Action::OpenEvent(e) => {
                 s.view = Some(View::State);

@@ -103,6 +103,7 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
         .filter(|(k, e, _, _)| *k == key && Some(*e) == state.selected)
         .and_then(|c| c.3.clone());
     let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
+    let s5 = state.clone();
     html! {
         <div class="view-body state-body">
             <div class="plot-and-stack">
@@ -112,7 +113,8 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
                     on_pin_block={Callback::from(move |a: Option<u64>| match a {
                         Some(a) => s2.dispatch(Action::PinBlock(a)),
                         None => s2.dispatch(Action::Pin(None)),
-                    })} />
+                    })}
+                    on_live_memory={Callback::from(move |i: u32| s5.dispatch(Action::ShowMoment(i)))} />
                 <StackPanel selected={state.selected} context={ctx} loading={layout.is_some()} full={state.full_stack}
                     on_toggle_full={Callback::from(move |_| s3.dispatch(Action::ToggleFullStack))}
                     on_unpin={Callback::from(move |_| s4.dispatch(Action::Pin(None)))} />
@@ -138,6 +140,8 @@ pub struct Props {
     pub on_event: Callback<u32>,
     /// A block was clicked (its address), or empty space (`None`).
     pub on_pin_block: Callback<Option<u64>>,
+    /// Show live memory after this entry as a flamegraph (the Diagnosis view).
+    pub on_live_memory: Callback<u32>,
 }
 
 /// What the native listeners and the hit test need of the latest render.
@@ -706,6 +710,8 @@ pub fn state_view(p: &Props) -> Html {
                 { button("◂ OOM", "state-prev-oom", "previous out-of-memory entry", prev_oom) }
                 <span class="muted small" data-testid="state-oom-count">{ format!("{} OOM{}", ooms.len(), if ooms.len() == 1 { "" } else { "s" }) }</span>
                 { button("OOM ▸", "state-next-oom", "next out-of-memory entry", next_oom) }
+                <button data-testid="state-live-memory" title="live memory after this entry as a flamegraph (Diagnosis)" disabled={shown.is_none()}
+                    onclick={{ let cb = p.on_live_memory.clone(); Callback::from(move |_: MouseEvent| if let Some(i) = shown { cb.emit(i) }) }}>{ "live memory" }</button>
                 <form class="state-time" onsubmit={on_time}>
                     <input ref={time_ref} data-testid="state-time" class={classes!(time_error.then_some("bad"))}
                         placeholder="time: +12.5s or 14:03:07.250" title="seconds after the first entry (12.5, 1500ms) or a clock time" />

@@ -109,6 +109,9 @@ pub struct DeviceDiagnosis {
     pub pending_frees: PendingFrees,
     pub ooms: Vec<Oom>,
     pub fragmentation_over_time: Vec<Fragmentation>,
+    /// Where in the training step the peak is reached (from the stacks around the peak event):
+    /// e.g. "at the end of forward (backward starts next)", "in autograd's backward".
+    pub peak_phase: Option<String>,
     pub verdict: Verdict,
 }
 
@@ -180,6 +183,53 @@ fn missing(s: &Snapshot, replay: &crate::replay::Replay, source: StepSource) -> 
     m
 }
 
+fn phase_name(p: frames::Phase) -> Option<&'static str> {
+    if p.optimizer {
+        Some("an optimizer step")
+    } else if p.backward {
+        Some("autograd's backward")
+    } else if p.forward {
+        Some("a module's forward")
+    } else {
+        None
+    }
+}
+
+/// Phase of the peak event's stack, and whether backward follows a forward peak.
+fn peak_phase(
+    s: &Snapshot,
+    replay: &crate::replay::Replay,
+    facts: &mut frames::StackFacts,
+    event: Option<EventIdx>,
+) -> Option<String> {
+    let e = event?;
+    let rows = s.device_rows(replay.device);
+    let t = &s.trace;
+    let stack_at = |i: u32| {
+        t.stack
+            .get((rows.start + i) as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    let here = phase_name(facts.phase(s, stack_at(e)))?;
+    let next = (e + 1..replay.events.min(e.saturating_add(5000)))
+        .filter(|&i| t.action.get((rows.start + i) as usize) == Some(&crate::trace::Action::Alloc))
+        .find_map(|i| phase_name(facts.phase(s, stack_at(i))).filter(|&n| n != here));
+    let prev = (e.saturating_sub(5000)..e)
+        .rev()
+        .filter(|&i| t.action.get((rows.start + i) as usize) == Some(&crate::trace::Action::Alloc))
+        .find_map(|i| phase_name(facts.phase(s, stack_at(i))).filter(|&n| n != here));
+    Some(match (prev, here, next) {
+        (_, "a module's forward", Some("autograd's backward")) => {
+            "at the end of forward (backward starts next)".to_string()
+        }
+        (Some("a module's forward"), "autograd's backward", _) => {
+            "at the start of backward (right after forward)".to_string()
+        }
+        (_, h, _) => format!("in {h}"),
+    })
+}
+
 /// Diagnoses one device.
 pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosis {
     let replay = replay_device(s, device);
@@ -237,6 +287,7 @@ fn diagnose_parts(
         fragmentation_peak,
         fragmentation_end,
     };
+    let peak_phase = peak_phase(s, replay, &mut cx.facts, event);
     let mut d = DeviceDiagnosis {
         device,
         events: replay.events,
@@ -255,6 +306,7 @@ fn diagnose_parts(
         pending_frees,
         ooms,
         fragmentation_over_time,
+        peak_phase,
         verdict: verdict::Verdict {
             kind: verdict::VerdictKind::NotEnoughData,
             summary: String::new(),

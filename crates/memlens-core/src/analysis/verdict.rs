@@ -191,6 +191,9 @@ pub fn verdict(d: &DeviceDiagnosis, s: &Snapshot, missing: Vec<String>) -> Verdi
         ));
     }
     v.evidence.extend(steps_note(d));
+    if let Some(p) = &d.peak_phase {
+        v.evidence.push(format!("The peak is reached {p}."));
+    }
     if d.events == 0 && s.segments.iter().all(|g| g.device != d.device) {
         v.kind = VerdictKind::NotEnoughData;
         v.summary =
