@@ -15,6 +15,9 @@
 //   frame_ms       median and worst time from such an event to the next frame.
 // BENCH_VIEW=state: instead, file chosen → first state painted in the Allocator State History
 // (state_paint_ms), and → its event list shown (list_ms, which waits for the history build).
+// BENCH_VIEW=diagnosis: file chosen → first paint of the timeline (first_paint_ms) and → the
+// default device's diagnosis received (diagnosis_ms, the root's data-diagnosis-ms; the worker
+// computes it after the first paint), and their difference (after_paint_ms).
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS;
 //                                            BENCH_CONSOLE=1 prints the page's console on stderr)
@@ -70,6 +73,27 @@ if (process.env.BENCH_VIEW === 'state') {
     await page.waitForFunction(() => Number(document.querySelector('[data-testid=event-list]')?.dataset.rows) > 0, null, { timeout: 600000, polling: 5 });
     const listMs = Date.now() - t0;
     console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), m ? m[1] : '?', ms, listMs].join('\t'));
+    await page.close();
+  }
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'diagnosis') {
+  console.log(['input', 'MB', 'decode_ms', 'first_paint_ms', 'diagnosis_ms', 'after_paint_ms'].join('\t'));
+  for (const f of files) {
+    const page = await context.newPage();
+    if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+    await page.goto(base);
+    await page.waitForSelector('#memlens[data-state=empty]');
+    await page.waitForTimeout(IDLE_MS);
+    await page.setInputFiles('[data-testid=file-input]', f);
+    await page.waitForFunction(() => !!document.getElementById('memlens').dataset.diagnosisMs, null, { timeout: 600000, polling: 5 });
+    const root = await page.evaluate(() => ({ ...document.getElementById('memlens').dataset }));
+    const m = /decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText));
+    const fp = Number(root.firstPaintMs);
+    const dg = Number(root.diagnosisMs);
+    console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), m ? m[1] : '?', fp.toFixed(0), dg.toFixed(0), (dg - fp).toFixed(0)].join('\t'));
     await page.close();
   }
   await context.close();

@@ -351,6 +351,26 @@ test('the live-memory flamegraph: its width is the live total at the peak and at
   await page.waitForFunction((p) => document.querySelector('[data-testid=icicle]')?.dataset.event === String(p), d.peak.event);
   // Click the widest top-level frame that names a frame: the timeline opens with it searched.
   const canvas = page.locator('[data-testid=icicle] canvas');
+  // Shift-click inverts the flamegraph for that frame: who calls it, as wide as what it holds.
+  const cw = (await canvas.boundingBox()).width;
+  let rootFrame = '';
+  let rx = 5;
+  for (; rx < cw; rx += 20) {
+    await canvas.hover({ position: { x: rx, y: 8 } });
+    rootFrame = (await page.textContent('[data-testid=icicle-hover]')).split(' — ')[0].trim();
+    if (rootFrame && !rootFrame.startsWith('(')) break;
+  }
+  assert.ok(rootFrame && !rootFrame.startsWith('('), `${name}: a top-level frame to invert`);
+  {
+    await canvas.click({ position: { x: rx, y: 8 }, modifiers: ['Shift'] });
+    await page.waitForFunction((f) => document.querySelector('[data-testid=live-flame] h3')?.textContent.includes(`Who calls ${f}`), rootFrame, { timeout: 60000 });
+    const inv = await icicle();
+    assert.ok(inv.total > 0 && inv.total <= atPeak.total, `${name}: callers of ${rootFrame} hold ${inv.total} of ${atPeak.total}`);
+    await page.click('[data-testid=flame-all]');
+    await page.waitForFunction(() => !document.querySelector('[data-testid=flame-all]'));
+    assert.equal((await icicle()).total, atPeak.total, `${name}: back to all frames`);
+    console.log(`diagnosis ${name}: callers of ${rootFrame} hold ${inv.total} bytes`);
+  }
   await canvas.hover({ position: { x: 5, y: 8 } });
   const hovered = await page.textContent('[data-testid=icicle-hover]');
   assert.ok(hovered.trim().length > 0, `${name}: hovering names a frame`);

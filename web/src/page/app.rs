@@ -154,8 +154,8 @@ pub fn app() -> Html {
             .wanted_icicle()
             .filter(|_| state.view() == View::Diagnosis);
         use_effect_with(want, move |want| {
-            if let (Some(b), Some((id, device, event))) = (&bridge, want) {
-                b.request_icicle(*id, *device, *event);
+            if let (Some(b), Some((id, device, event, callers))) = (&bridge, want) {
+                b.request_icicle(*id, *device, *event, callers.clone());
             }
         });
     }
@@ -322,14 +322,17 @@ pub fn app() -> Html {
                     (View::State, _) => crate::page::history_view::state_body(&state),
                     (View::Diagnosis, _) => {
                         let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
+                        let s4 = state.clone();
                         let icicle = state.icicle.clone().filter(|i| {
-                            state.wanted_icicle() == Some((i.file, i.device, i.icicle.event))
+                            state.wanted_icicle()
+                                == Some((i.file, i.device, i.icicle.event, i.callers_of.clone()))
                         });
                         html! {
                             <DiagnosisView diagnosis={state.current_diagnosis().cloned()} {icicle}
                                 on_frame={Callback::from(move |f: String| s1.dispatch(Action::ShowFrame(f)))}
                                 on_event={Callback::from(move |e: u32| s2.dispatch(Action::OpenEvent(e)))}
-                                on_moment={Callback::from(move |e: Option<u32>| s3.dispatch(Action::PickMoment(e)))} />
+                                on_moment={Callback::from(move |e: Option<u32>| s3.dispatch(Action::PickMoment(e)))}
+                                on_callers={Callback::from(move |f: Option<String>| s4.dispatch(Action::ShowCallers(f)))} />
                         }
                     }
                     (_, Some(kind)) => match state.current_layout() {
@@ -378,10 +381,15 @@ pub fn app() -> Html {
         },
     };
 
+    // File chosen → its (current device's) diagnosis received, for benchmarks.
+    let diagnosis_ms = state
+        .current_diagnosis()
+        .zip(state.current_file())
+        .map(|(d, f)| format!("{:.1}", d.received_ms - f.opened_ms));
     let error = state.error.clone().or((*bridge_error).clone());
     html! {
         <div id="memlens" class="app" data-state={if bridge.is_none() { "error" } else { state.page_state() }}
-            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
+            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-diagnosis-ms={diagnosis_ms} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
             <header class="toolbar">
                 <span class="brand">{ "memlens" }</span>
                 if state.files.len() > 1 {

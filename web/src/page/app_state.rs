@@ -148,6 +148,8 @@ pub struct SharedDiagnosis {
     pub diagnosis: Rc<DeviceDiagnosis>,
     /// Worker time to compute it.
     pub build_ms: f64,
+    /// `performance.now()` when the page received it.
+    pub received_ms: f64,
 }
 
 impl PartialEq for SharedDiagnosis {
@@ -161,6 +163,8 @@ impl PartialEq for SharedDiagnosis {
 pub struct SharedIcicle {
     pub file: u32,
     pub device: u32,
+    /// Inverted for this frame.
+    pub callers_of: Option<String>,
     pub icicle: Rc<Icicle>,
 }
 
@@ -216,6 +220,8 @@ pub struct AppState {
     pub moment: Option<u32>,
     /// The latest icicle the worker sent.
     pub icicle: Option<SharedIcicle>,
+    /// Diagnosis: the icicle inverted for this frame (its callers), if asked.
+    pub callers_of: Option<String>,
 }
 
 pub enum Action {
@@ -308,6 +314,8 @@ pub enum Action {
     PickMoment(Option<u32>),
     /// Open the Diagnosis view with live memory after this entry.
     ShowMoment(u32),
+    /// Diagnosis: invert the icicle for this frame (`None`: back to all frames).
+    ShowCallers(Option<String>),
     Icicle(SharedIcicle),
 }
 
@@ -370,10 +378,15 @@ impl AppState {
 
     /// The event the Diagnosis view's icicle should show, once the diagnosis is in: the picked
     /// moment, else the peak (`Some(None)`: before the first event).
-    pub fn wanted_icicle(&self) -> Option<(u32, u32, Option<u32>)> {
+    pub fn wanted_icicle(&self) -> Option<(u32, u32, Option<u32>, Option<String>)> {
         let d = self.current_diagnosis()?;
         let event = self.moment.or(d.diagnosis.peak.event);
-        Some((self.current?, d.diagnosis.device, event))
+        Some((
+            self.current?,
+            d.diagnosis.device,
+            event,
+            self.callers_of.clone(),
+        ))
     }
 
     /// The state view's list columns for the current file and device, if they arrived.
@@ -439,6 +452,7 @@ impl AppState {
 
     fn reset_view_of_file(&mut self) {
         self.moment = None;
+        self.callers_of = None;
         self.window = None;
         self.selected = None;
         self.context = None;
@@ -601,6 +615,7 @@ impl Reducible for AppState {
             Action::SelectDevice(d) => {
                 s.device = Some(d);
                 s.moment = None;
+                s.callers_of = None;
                 s.window = None;
                 s.selected = None;
                 s.context = None;
@@ -731,6 +746,7 @@ impl Reducible for AppState {
                 s.search = None;
             }
             Action::PickMoment(e) => s.moment = e,
+            Action::ShowCallers(f) => s.callers_of = f,
             Action::ShowMoment(e) => {
                 s.view = Some(View::Diagnosis);
                 s.window = None;

@@ -137,7 +137,7 @@ pub struct Bridge {
     /// (file, device) diagnoses asked for.
     diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
     /// The icicle asked last.
-    icicle_asked: Cell<Option<(u32, u32, Option<u32>)>>,
+    icicle_asked: RefCell<Option<(u32, u32, Option<u32>, Option<String>)>>,
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
@@ -233,7 +233,7 @@ impl Bridge {
             state_sent_ms,
             events_asked: RefCell::default(),
             diagnosis_asked: RefCell::default(),
-            icicle_asked: Cell::default(),
+            icicle_asked: RefCell::default(),
             cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
@@ -388,10 +388,24 @@ impl Bridge {
     }
 
     /// Asks for the icicle of (file, device) after `event`, unless that is the last one asked.
-    pub fn request_icicle(&self, id: u32, device: u32, event: Option<u32>) {
-        let want = (id, device, event);
-        if self.icicle_asked.replace(Some(want)) != Some(want) {
-            self.send(&ToWorker::Icicle { id, device, event }, &[]);
+    pub fn request_icicle(
+        &self,
+        id: u32,
+        device: u32,
+        event: Option<u32>,
+        callers_of: Option<String>,
+    ) {
+        let want = (id, device, event, callers_of.clone());
+        if self.icicle_asked.replace(Some(want.clone())).as_ref() != Some(&want) {
+            self.send(
+                &ToWorker::Icicle {
+                    id,
+                    device,
+                    event,
+                    callers_of,
+                },
+                &[],
+            );
         }
     }
 

@@ -26,6 +26,8 @@ pub struct Props {
     pub icicle: Option<SharedIcicle>,
     /// Pick the moment the icicle shows (`None`: the peak).
     pub on_moment: Callback<Option<u32>>,
+    /// Invert the icicle for a frame (`None`: all frames again).
+    pub on_callers: Callback<Option<String>>,
 }
 
 fn metric(name: &str, value: u64, text: String) -> Html {
@@ -288,7 +290,13 @@ fn icicle_section(d: &DeviceDiagnosis, p: &Props) -> Html {
     let (to_peak, to_state) = (p.on_moment.reform(|_: MouseEvent| None), p.on_event.clone());
     html! {
         <section data-testid="live-flame">
-            <h3>{ "Live memory as a flamegraph" }
+            <h3>{ match p.icicle.as_ref().and_then(|i| i.callers_of.as_ref()) {
+                    Some(f) => format!("Who calls {f} (live memory it holds, callers below)"),
+                    None => "Live memory as a flamegraph".to_string(),
+                } }
+                if p.icicle.as_ref().is_some_and(|i| i.callers_of.is_some()) {
+                    { " " }<button class="link" data-testid="flame-all" onclick={p.on_callers.reform(|_: MouseEvent| None)}>{ "all frames" }</button>
+                }
                 if !at_peak {
                     { " " }<button class="link" data-testid="flame-to-peak" onclick={to_peak}>{ "back to the peak" }</button>
                 }
@@ -297,7 +305,7 @@ fn icicle_section(d: &DeviceDiagnosis, p: &Props) -> Html {
                 }
             </h3>
             { match &p.icicle {
-                Some(ic) => html! { <IcicleView icicle={ic.clone()} on_frame={p.on_frame.clone()} /> },
+                Some(ic) => html! { <IcicleView icicle={ic.clone()} on_frame={p.on_frame.clone()} on_callers={p.on_callers.clone()} /> },
                 None => html! { <p class="muted">{ "Reading live memory…" }</p> },
             } }
         </section>

@@ -19,6 +19,8 @@ const MAX_ROWS: u32 = 40;
 pub struct Props {
     pub icicle: SharedIcicle,
     pub on_frame: Callback<String>,
+    /// Shift-click: invert for this frame (who calls it).
+    pub on_callers: Callback<Option<String>>,
 }
 
 fn hue(s: &str) -> u32 {
@@ -124,10 +126,16 @@ pub fn icicle_view(p: &Props) -> Html {
         })
     };
     let on_click = {
-        let (ic, on_frame) = (p.icicle.clone(), p.on_frame.clone());
+        let (ic, on_frame, on_callers) =
+            (p.icicle.clone(), p.on_frame.clone(), p.on_callers.clone());
         Callback::from(move |e: MouseEvent| {
             if let Some(n) = target(&e).and_then(|c| hit(&c, &ic, &e)) {
-                if !n.frame.starts_with('(') {
+                if n.frame.starts_with('(') {
+                    return;
+                }
+                if e.shift_key() {
+                    on_callers.emit(Some(n.frame));
+                } else {
                     on_frame.emit(n.frame);
                 }
             }
@@ -141,7 +149,7 @@ pub fn icicle_view(p: &Props) -> Html {
     html! {
         <div class="icicle" data-testid="icicle" data-total-bytes={ic.total_bytes.to_string()}
             data-event={ic.event.map(|e| e.to_string())} data-nodes={ic.nodes.len().to_string()}>
-            <p class="small">{ format!("Live memory {when}: {} (width = bytes; click a frame to see its bands on the timeline)", human(ic.total_bytes)) }</p>
+            <p class="small">{ format!("Live memory {when}: {} (width = bytes; click a frame to see its bands on the timeline, shift-click to see who calls it)", human(ic.total_bytes)) }</p>
             <canvas ref={canvas} class="icicle-canvas" style={format!("height:{h}px")}
                 onmousemove={on_move} onclick={on_click} onmouseleave={{ let hv = hover.clone(); Callback::from(move |_| hv.set(None)) }} />
             <p class="small icicle-hover" data-testid="icicle-hover">{

@@ -54,6 +54,7 @@ pub enum Reply {
     Icicle {
         file: u32,
         device: u32,
+        callers_of: Option<String>,
         icicle: Icicle,
     },
     Search {
@@ -189,9 +190,15 @@ impl Reply {
                 diagnosis: *diagnosis,
                 build_ms,
             },
-            FromWorker::Icicle { id, device, icicle } => Reply::Icicle {
+            FromWorker::Icicle {
+                id,
+                device,
+                callers_of,
+                icicle,
+            } => Reply::Icicle {
                 file: id,
                 device,
+                callers_of,
                 icicle: *icicle,
             },
             FromWorker::Search {
@@ -250,10 +257,12 @@ impl Reply {
             Reply::Icicle {
                 file,
                 device,
+                callers_of,
                 icicle,
             } => Action::Icicle(SharedIcicle {
                 file,
                 device,
+                callers_of,
                 icicle: Rc::new(icicle),
             }),
             Reply::Diagnosis {
@@ -267,6 +276,7 @@ impl Reply {
                 diagnosis: SharedDiagnosis {
                     diagnosis: Rc::new(diagnosis),
                     build_ms,
+                    received_ms: now_ms(),
                 },
             },
             Reply::State(f) => Action::StateFrame(Shared(Rc::new(f))),

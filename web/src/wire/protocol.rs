@@ -64,6 +64,8 @@ pub enum ToWorker {
         id: u32,
         device: u32,
         event: Option<u32>,
+        /// Inverted for this frame (`basename:line:name`): its callers below it.
+        callers_of: Option<String>,
     },
     /// Search a layout's elements (`memlens_core::layout::search`); `seq` is echoed back.
     Search {
@@ -168,6 +170,7 @@ pub enum FromWorker {
     Icicle {
         id: u32,
         device: u32,
+        callers_of: Option<String>,
         icicle: Box<Icicle>,
     },
     /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the

@@ -160,14 +160,24 @@ fn handle(state: &Shared, data: JsValue) {
             crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
-        ToWorker::Icicle { id, device, event } => {
+        ToWorker::Icicle {
+            id,
+            device,
+            event,
+            callers_of,
+        } => {
+            use memlens_core::analysis::icicle::{callers_at, icicle_at};
             let icicle = state.borrow().files.get(&id).map(|f| {
                 let replay = memlens_core::replay::replay_device(&f.snap, device);
-                memlens_core::analysis::icicle::icicle_at(&f.snap, &replay, event)
+                match &callers_of {
+                    Some(frame) => callers_at(&f.snap, &replay, event, frame),
+                    None => icicle_at(&f.snap, &replay, event),
+                }
             });
             post(&FromWorker::Icicle {
                 id,
                 device,
+                callers_of,
                 icicle: Box::new(icicle.unwrap_or_default()),
             });
         }

@@ -4,7 +4,7 @@
 //! `filename:line:name`, so a clicked frame searches its bands). A node's width is its live bytes;
 //! children are ordered largest first and laid out from their parent's start. Allocations from
 //! before the trace hang under `(allocated before the trace)`, those without frames under
-//! `(no stack)`. Nodes narrower than `total / MIN_SHARE_INV` are left out (their bytes stay in
+//! `(no stack)`. [`callers_at`] inverts it for one frame (the frame on top, its callers below). Nodes narrower than `total / MIN_SHARE_INV` are left out (their bytes stay in
 //! their parent), so the result is bounded whatever the trace.
 
 use super::alive::event_arg;
@@ -87,6 +87,31 @@ fn path_of(s: &Snapshot, stack: StackId) -> Vec<String> {
 
 /// The icicle of what is alive after `event` (`None`: before the first event).
 pub fn icicle_at(s: &Snapshot, replay: &Replay, event: Option<EventIdx>) -> Icicle {
+    build(replay, event, |stack| match stack {
+        None => Some(vec![BEFORE_TRACE.to_string()]),
+        Some(st) => Some(path_of(s, st)),
+    })
+}
+
+/// The inverted icicle of one frame (`basename:line:name`): the live allocations whose stack
+/// holds it, the frame on top and its callers below (outward), as "who calls it". Its width is
+/// what the frame holds alive.
+pub fn callers_at(s: &Snapshot, replay: &Replay, event: Option<EventIdx>, frame: &str) -> Icicle {
+    build(replay, event, |stack| {
+        let mut p = path_of(s, stack?);
+        // Root first; the innermost occurrence of the frame, then outward.
+        let i = p.iter().rposition(|f| f == frame)?;
+        p.truncate(i + 1);
+        p.reverse();
+        Some(p)
+    })
+}
+
+fn build(
+    replay: &Replay,
+    event: Option<EventIdx>,
+    path: impl Fn(Option<StackId>) -> Option<Vec<String>>,
+) -> Icicle {
     let at = event_arg(event);
     let mut by_stack: FxHashMap<Option<StackId>, (u64, u64)> = FxHashMap::default();
     for a in replay.live_at(at) {
@@ -100,11 +125,9 @@ pub fn icicle_at(s: &Snapshot, replay: &Replay, event: Option<EventIdx>) -> Icic
     let mut stacks: Vec<(Option<StackId>, (u64, u64))> = by_stack.into_iter().collect();
     stacks.sort_by_key(|x| x.0);
     for (stack, (bytes, n)) in stacks {
-        let path = match stack {
-            None => vec![BEFORE_TRACE.to_string()],
-            Some(st) => path_of(s, st),
-        };
-        trie.add(&path, bytes, n);
+        if let Some(p) = path(stack) {
+            trie.add(&p, bytes, n);
+        }
     }
     let total = trie.nodes[0].1;
     let min = total / MIN_SHARE_INV;

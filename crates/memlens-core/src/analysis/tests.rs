@@ -106,3 +106,22 @@ fn icicle_width_is_the_live_total_and_children_fit_their_parents() {
         }
     }
 }
+
+#[test]
+fn callers_of_a_frame_hold_what_it_holds() {
+    let path = memlens_fixture::fixtures_dir().join("oom.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{e}"));
+    let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let replay = crate::replay::replay_device(&snap, 0);
+    let d = diagnose_device(&snap, 0, &Options::default());
+    let ic = super::icicle::callers_at(&snap, &replay, d.peak.event, "train.py:50:<module>");
+    // Every live allocation of the fixture comes from train.py:50.
+    assert_eq!(ic.total_bytes, d.peak.allocated_bytes);
+    assert_eq!(ic.nodes[0].frame, "train.py:50:<module>");
+    assert_eq!(ic.nodes[0].depth, 0);
+    let inner = super::icicle::callers_at(&snap, &replay, d.peak.event, "model.py:30:forward");
+    assert_eq!(inner.nodes[0].frame, "model.py:30:forward");
+    assert_eq!(inner.nodes[1].frame, "train.py:50:<module>");
+    assert_eq!(inner.nodes[1].depth, 1);
+}
