@@ -2,7 +2,7 @@
 //! current view and the stack panel. Side effects live here: the worker bridge, drag-and-drop,
 //! `?src=`, and keeping the URL hash and the state in step.
 
-use crate::page::app_state::{Action, AppState, FileStatus, HashState, View};
+use crate::page::app_state::{Action, AppState, FileStatus, HashState, IcicleKey, View};
 use crate::page::bridge::Bridge;
 use crate::page::diagnosis::DiagnosisView;
 use crate::page::panels::{
@@ -154,8 +154,8 @@ pub fn app() -> Html {
             .wanted_icicle()
             .filter(|_| state.view() == View::Diagnosis);
         use_effect_with(want, move |want| {
-            if let (Some(b), Some((id, device, event, callers))) = (&bridge, want) {
-                b.request_icicle(*id, *device, *event, callers.clone());
+            if let (Some(b), Some(want)) = (&bridge, want) {
+                b.request_icicle(want);
             }
         });
     }
@@ -325,7 +325,12 @@ pub fn app() -> Html {
                         let s4 = state.clone();
                         let icicle = state.icicle.clone().filter(|i| {
                             state.wanted_icicle()
-                                == Some((i.file, i.device, i.icicle.event, i.callers_of.clone()))
+                                == Some(IcicleKey {
+                                    file: i.file,
+                                    device: i.device,
+                                    event: i.icicle.event,
+                                    callers_of: i.callers_of.clone(),
+                                })
                         });
                         html! {
                             <DiagnosisView diagnosis={state.current_diagnosis().cloned()} {icicle}

@@ -158,6 +158,15 @@ impl PartialEq for SharedDiagnosis {
     }
 }
 
+/// Which icicle: (file, device) after `event`, inverted for `callers_of` if set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IcicleKey {
+    pub file: u32,
+    pub device: u32,
+    pub event: Option<u32>,
+    pub callers_of: Option<String>,
+}
+
 /// Live memory at a moment as an icicle, for (file, device); compared by identity.
 #[derive(Debug, Clone)]
 pub struct SharedIcicle {
@@ -378,15 +387,14 @@ impl AppState {
 
     /// The event the Diagnosis view's icicle should show, once the diagnosis is in: the picked
     /// moment, else the peak (`Some(None)`: before the first event).
-    pub fn wanted_icicle(&self) -> Option<(u32, u32, Option<u32>, Option<String>)> {
+    pub fn wanted_icicle(&self) -> Option<IcicleKey> {
         let d = self.current_diagnosis()?;
-        let event = self.moment.or(d.diagnosis.peak.event);
-        Some((
-            self.current?,
-            d.diagnosis.device,
-            event,
-            self.callers_of.clone(),
-        ))
+        Some(IcicleKey {
+            file: self.current?,
+            device: d.diagnosis.device,
+            event: self.moment.or(d.diagnosis.peak.event),
+            callers_of: self.callers_of.clone(),
+        })
     }
 
     /// The state view's list columns for the current file and device, if they arrived.

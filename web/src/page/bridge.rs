@@ -13,7 +13,7 @@
 //! embedded copy of a file (the example) as a `Promise<Blob>`, and `preload()` lists the files
 //! to open at start (`{name, url}` from `memlens serve`, `{name, blob}` in `memlens html` reports).
 
-use crate::page::app_state::{Action, AppState, LayoutKey};
+use crate::page::app_state::{Action, AppState, IcicleKey, LayoutKey};
 use crate::page::reply::Reply;
 use crate::wire::clock::now_ms;
 use crate::wire::pack;
@@ -137,7 +137,7 @@ pub struct Bridge {
     /// (file, device) diagnoses asked for.
     diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
     /// The icicle asked last.
-    icicle_asked: RefCell<Option<(u32, u32, Option<u32>, Option<String>)>>,
+    icicle_asked: RefCell<Option<IcicleKey>>,
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
@@ -388,21 +388,14 @@ impl Bridge {
     }
 
     /// Asks for the icicle of (file, device) after `event`, unless that is the last one asked.
-    pub fn request_icicle(
-        &self,
-        id: u32,
-        device: u32,
-        event: Option<u32>,
-        callers_of: Option<String>,
-    ) {
-        let want = (id, device, event, callers_of.clone());
-        if self.icicle_asked.replace(Some(want.clone())).as_ref() != Some(&want) {
+    pub fn request_icicle(&self, want: &IcicleKey) {
+        if self.icicle_asked.replace(Some(want.clone())).as_ref() != Some(want) {
             self.send(
                 &ToWorker::Icicle {
-                    id,
-                    device,
-                    event,
-                    callers_of,
+                    id: want.file,
+                    device: want.device,
+                    event: want.event,
+                    callers_of: want.callers_of.clone(),
                 },
                 &[],
             );
