@@ -47,6 +47,12 @@ pub struct CompareArgs {
     /// How many stacks of the live-bytes diff to print.
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Print the peak comparison as one JSON object {"devices": [...], "only_before", "only_after"} (no flamegraph).
+    #[arg(long)]
+    json: bool,
+    /// CI gate: exit 1 when a device's timeline peak grew by more than this (`5%` or a size, `256MiB`).
+    #[arg(long, value_parser = crate::gate::parse_limit)]
+    max_peak_growth: Option<crate::gate::Limit>,
 }
 
 /// Which of upstream's two segment flamegraphs.
@@ -96,19 +102,36 @@ pub fn run(kind: Kind, a: FlameArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
+/// `memlens compare`; `Ok(Some(line))` when the `--max-peak-growth` gate fails (exit 1).
+pub fn run_compare(a: CompareArgs) -> Result<Option<String>, CliError> {
     let before = load(&a.before)?;
     let after = load(&a.after)?;
+    let peaks = memlens_core::analysis::compare::compare_peaks(&before, &after, a.device);
+    let gate = a
+        .max_peak_growth
+        .and_then(|l| crate::gate::peak_growth_violation(&peaks.devices, l));
     let diff = core_flame::compare_segments(&before, &after, a.device);
+    if a.json {
+        let v = serde_json::json!({
+            "devices": peaks.devices,
+            "only_before": diff.only_before,
+            "only_after": diff.only_after,
+        });
+        let s = serde_json::to_string_pretty(&v).map_err(|e| CliError(e.to_string()))?;
+        println!("{s}");
+        return Ok(gate);
+    }
     let stdout_svg = !a.folded && a.output.as_deref() == Some("-");
+    // Upstream's two lines first (scripts read them), then the peak comparison.
     let mut text = String::new();
     text.push_str(&format!("only_before = {:?}\n", diff.only_before));
     text.push_str(&format!("only_after = {:?}\n", diff.only_after));
     text.push('\n');
+    text.push_str(&crate::compare::peaks_text(&peaks.devices));
     text.push_str(&peak_diff_text(&before, &after, a.device, a.top));
     if a.folded {
         print!("{text}");
-        return print_folded(&diff.lines);
+        return print_folded(&diff.lines).map(|()| gate);
     }
     // With the SVG on stdout the summary goes to stderr, so the SVG stays well-formed.
     if stdout_svg {
@@ -123,7 +146,7 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
         } else {
             println!("{msg}");
         }
-        return Ok(());
+        return Ok(gate);
     }
     let out = a.output.unwrap_or_else(|| "compare.svg".to_string());
     let title = format!(
@@ -138,7 +161,7 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
             diff.lines.len()
         );
     }
-    Ok(())
+    Ok(gate)
 }
 
 /// The per-stack diff of live requested bytes at each snapshot's timeline peak, as text.

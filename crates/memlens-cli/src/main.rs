@@ -1,9 +1,11 @@
 //! `memlens`: the same answers as the viewer, in a terminal and in CI. Exit status 0 on success,
 //! 2 on bad input (one line naming what is wrong, the file last).
 
+mod compare;
 mod diagnose;
 mod flamegraph;
 mod fmt;
+mod gate;
 mod html;
 mod hugepages;
 mod load;
@@ -43,6 +45,8 @@ enum Cmd {
     Memory(flamegraph::FlameArgs),
     /// Segments only in one of two snapshots, and live bytes per stack at each timeline peak.
     Compare(flamegraph::CompareArgs),
+    /// CI gate: exit 1 when a snapshot's timeline peak or peak reserved memory exceeds a limit.
+    Check(gate::CheckArgs),
     /// Write a snapshot pickle from a simulated CUDA caching allocator (any size, seeded).
     Synth(synth::Args),
     /// The viewer as one HTML file that opens from disk, or a report with snapshots embedded (like `_memory_viz trace_plot`, offline).
@@ -69,6 +73,19 @@ fn quiet_broken_pipe() {
     }));
 }
 
+/// A gate's verdict: the line of a failed gate is printed and the exit status is 1.
+fn gated(r: Result<Option<String>, load::CliError>) -> Result<(), load::CliError> {
+    match r? {
+        None => Ok(()),
+        Some(line) => {
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            eprintln!("memlens: {line}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() -> ExitCode {
     quiet_broken_pipe();
     let cli = match Cli::try_parse() {
@@ -85,7 +102,8 @@ fn main() -> ExitCode {
         Cmd::Trace(a) => trace::run(a),
         Cmd::Segments(a) => flamegraph::run(flamegraph::Kind::Segments, a),
         Cmd::Memory(a) => flamegraph::run(flamegraph::Kind::Memory, a),
-        Cmd::Compare(a) => flamegraph::run_compare(a),
+        Cmd::Compare(a) => gated(flamegraph::run_compare(a)),
+        Cmd::Check(a) => gated(gate::run_check(a)),
         Cmd::Synth(a) => synth::run(a),
         Cmd::Html(a) => html::run(a),
         Cmd::Serve(a) => serve::run(a),

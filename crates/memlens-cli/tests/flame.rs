@@ -336,8 +336,20 @@ fn compare_two_snapshots() {
         "{out}"
     );
     // Only the 3 MiB of opt.py differs.
+    // The user-frame comparison: opt.py:7:update is new, 3 MiB.
+    assert!(
+        out.contains("device 0: timeline peak 7.0MiB -> 10.0MiB (+3.0MiB, +42.9%)"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("+3.0MiB") && l.ends_with("new: /w/opt.py:7:update")),
+        "{out}"
+    );
+    // The per-stack diff below it.
     let rows: Vec<&str> = out
         .lines()
+        .skip_while(|l| !l.starts_with("live bytes per stack"))
         .filter(|l| l.contains("MiB  ") || l.contains("B  "))
         .collect();
     let data: Vec<&&str> = rows.iter().filter(|l| !l.contains("stack (root")).collect();

@@ -10,6 +10,7 @@
 //! groups sum exactly to its live total.
 
 pub mod alive;
+pub mod compare;
 pub mod fragmentation;
 pub mod frames;
 pub mod icicle;

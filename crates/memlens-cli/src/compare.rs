@@ -1,0 +1,71 @@
+//! The peak comparison of `memlens compare` as text: per device, peak A → peak B with the
+//! change, then the largest changes by user frame and by ledger class (core's
+//! `analysis::compare`).
+
+use crate::fmt::Bytes;
+use memlens_core::analysis::compare::DeviceComparison;
+use std::fmt::Write as _;
+
+/// Changes listed per table.
+const ROWS: usize = 10;
+
+fn signed(b: i64) -> String {
+    let sign = if b < 0 { "-" } else { "+" };
+    format!("{sign}{}", Bytes::from(b.unsigned_abs()))
+}
+
+pub fn peaks_text(devices: &[DeviceComparison]) -> String {
+    let mut t = String::new();
+    for d in devices {
+        let _ = writeln!(
+            t,
+            "device {}: timeline peak {} -> {} ({}{})",
+            d.device,
+            Bytes::from(d.a.timeline_peak_bytes),
+            Bytes::from(d.b.timeline_peak_bytes),
+            signed(d.peak_change_bytes),
+            d.peak_change_pct
+                .map_or(String::new(), |p| format!(", {p:+.1}%"))
+        );
+        let frames: Vec<_> = d
+            .by_frame
+            .iter()
+            .filter(|c| c.change_bytes != 0)
+            .take(ROWS)
+            .collect();
+        if !frames.is_empty() {
+            let _ = writeln!(
+                t,
+                "  {:>11} {:>11} {:>11}  user frame",
+                "change", "before", "after"
+            );
+        }
+        for c in frames {
+            let tag = match (c.a_bytes, c.b_bytes) {
+                (0, _) => "new: ",
+                (_, 0) => "gone: ",
+                _ => "",
+            };
+            let _ = writeln!(
+                t,
+                "  {:>11} {:>11} {:>11}  {tag}{}",
+                signed(c.change_bytes),
+                Bytes::from(c.a_bytes).to_string(),
+                Bytes::from(c.b_bytes).to_string(),
+                c.frame
+            );
+        }
+        for c in d.by_class.iter().filter(|c| c.change_bytes != 0) {
+            let _ = writeln!(
+                t,
+                "  {:>11} {:>11} {:>11}  ledger: {}",
+                signed(c.change_bytes),
+                Bytes::from(c.a_bytes).to_string(),
+                Bytes::from(c.b_bytes).to_string(),
+                c.class
+            );
+        }
+    }
+    t.push('\n');
+    t
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Independent reference for `memlens compare A B --json`'s peak comparison, from the two pickles
+(stdlib only). Per device of either snapshot (a device missing on one side is empty there):
+  a/b.timeline_peak_bytes  stats_ref.py's timeline peak of that side (0 when missing)
+  peak_change_bytes        b - a
+  by_frame                 every user frame alive at either side's peak (diagnose_ref.py's
+                           alive set and user-frame rule), {frame, a_bytes, b_bytes,
+                           change_bytes = b - a}, sorted by |change| descending, then frame
+
+Usage: compare_ref.py A.pickle B.pickle
+"""
+import json
+import os
+import pickle
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import diagnose_ref  # noqa: E402
+import stats_ref  # noqa: E402
+
+
+def read(path):
+    with open(path, "rb") as f:
+        data = pickle.load(f)
+    if isinstance(data, list):
+        return data, []
+    return data.get("segments", []), data.get("device_traces", [])
+
+
+def devices_of(segments, traces):
+    return {seg.get("device", 0) for seg in segments} | set(range(len(traces)))
+
+
+def side(device, segments, traces):
+    if device not in devices_of(segments, traces):
+        return 0, {}
+    trace = traces[device] if device < len(traces) else []
+    stats = stats_ref.device_stats(device, segments, trace)
+    peak = diagnose_ref.device_peak(device, segments, trace)
+    return stats["timeline_peak_bytes"], {g["frame"]: g["bytes"] for g in peak["top"]}
+
+
+def main(a_path, b_path):
+    a, b = read(a_path), read(b_path)
+    out = []
+    for d in sorted(devices_of(*a) | devices_of(*b)):
+        pa, fa = side(d, *a)
+        pb, fb = side(d, *b)
+        frames = [
+            {"frame": k, "a_bytes": fa.get(k, 0), "b_bytes": fb.get(k, 0),
+             "change_bytes": fb.get(k, 0) - fa.get(k, 0)}
+            for k in set(fa) | set(fb)
+        ]
+        frames.sort(key=lambda c: (-abs(c["change_bytes"]), c["frame"]))
+        out.append({"device": d, "a": {"timeline_peak_bytes": pa}, "b": {"timeline_peak_bytes": pb},
+                    "peak_change_bytes": pb - pa, "by_frame": frames})
+    json.dump({"devices": out}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.rstrip().rsplit("\n", 1)[-1])
+    main(sys.argv[1], sys.argv[2])
