@@ -14,7 +14,10 @@ const ROWS: usize = 10;
 #[derive(clap::Args)]
 pub struct Args {
     /// Snapshot file (pickle of any protocol, JSON, or _memory_viz HTML); `-` reads stdin.
-    file: String,
+    /// Several files are read in parallel: one JSON object per line with `--json` (`file` and
+    /// `devices`), one verdict line per file and device otherwise.
+    #[arg(required = true)]
+    files: Vec<String>,
     /// Only this device.
     #[arg(long)]
     device: Option<u32>,
@@ -45,7 +48,6 @@ fn parse_bpp(s: &str) -> Result<[u64; 3], String> {
 }
 
 pub fn run(a: Args) -> Result<(), CliError> {
-    let snap = load(&a.file)?;
     let opts = Options {
         device: a.device,
         at: a.at,
@@ -53,12 +55,16 @@ pub fn run(a: Args) -> Result<(), CliError> {
         bytes_per_param: Some(a.bytes_per_param),
         device_memory_bytes: a.device_memory_mib.map(|m| m << 20),
     };
+    if a.files.len() > 1 {
+        return run_many(&a.files, &opts, a.json);
+    }
+    let file = a.files[0].clone();
+    let snap = load(&file)?;
     if let Some(d) = a.device {
         if !snap.devices().contains(&d) {
             return Err(CliError(format!(
-                "no device {d} in the snapshot (devices: {:?}): {}",
+                "no device {d} in the snapshot (devices: {:?}): {file}",
                 snap.devices(),
-                a.file
             )));
         }
     }
@@ -67,7 +73,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
         serde_json::to_string_pretty(&dx).map_err(|e| CliError(e.to_string()))? + "\n"
     } else {
         let mut t = String::new();
-        let _ = writeln!(t, "{}", a.file);
+        let _ = writeln!(t, "{file}");
         if dx.devices.is_empty() {
             t.push_str("no devices: the snapshot holds no segments and no trace\n");
         }
@@ -80,6 +86,42 @@ pub fn run(a: Args) -> Result<(), CliError> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| CliError(format!("cannot write output: {e}")))
+}
+
+/// Several files, diagnosed in parallel (`crate::load::map_files`), in the order given; a file
+/// that does not load is reported on stderr and makes the exit status 2.
+fn run_many(files: &[String], opts: &Options, json: bool) -> Result<(), CliError> {
+    let results = crate::load::map_files(files, |_, snap| diagnose(&snap, opts));
+    let mut t = String::new();
+    let mut failed = Vec::new();
+    for (file, r) in files.iter().zip(results) {
+        match r {
+            Err(e) => failed.push(e),
+            Ok(dx) if json => {
+                let v = serde_json::json!({ "file": file, "devices": dx.devices });
+                t.push_str(&v.to_string());
+                t.push('\n');
+            }
+            Ok(dx) => {
+                for d in &dx.devices {
+                    let _ = writeln!(
+                        t,
+                        "{file}: device {}: {} — {}",
+                        d.device,
+                        d.verdict.kind.name(),
+                        d.verdict.summary
+                    );
+                }
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(t.as_bytes()).and_then(|()| out.flush());
+    let last = failed.pop();
+    for e in failed {
+        eprintln!("memlens: {e}");
+    }
+    last.map_or(Ok(()), Err)
 }
 
 fn device_text(t: &mut String, d: &DeviceDiagnosis) {

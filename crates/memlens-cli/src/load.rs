@@ -41,3 +41,33 @@ pub fn load(path: &str) -> Result<Snapshot, CliError> {
     }
     memlens_core::load_reader(f, len).map_err(|e| CliError(format!("{e}: {path}")))
 }
+
+/// Loads several files at once on all cores (at most one thread per file) and maps each
+/// snapshot with `f` on the thread that loaded it; results in the order given.
+pub fn map_files<T: Send>(
+    files: &[String],
+    f: impl Fn(&str, Snapshot) -> T + Sync,
+) -> Vec<Result<T, CliError>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<T, CliError>>> = (0..files.len()).map(|_| None).collect();
+    let slots = std::sync::Mutex::new(&mut out);
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(path) = files.get(i) else { break };
+                let r = load(path).map(|s| f(path, s));
+                if let Ok(mut g) = slots.lock() {
+                    g[i] = Some(r);
+                }
+            });
+        }
+    });
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(CliError("a reader thread failed".into()))))
+        .collect()
+}

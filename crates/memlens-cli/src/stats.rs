@@ -12,14 +12,21 @@ use std::io::{self, Write};
 #[derive(clap::Args)]
 pub struct Args {
     /// Snapshot file (pickle of any protocol, JSON, or _memory_viz HTML); `-` reads stdin.
-    file: String,
+    /// Several files are read in parallel: one JSON object per line with `--json` (its `file`
+    /// added), one summary line per file and device otherwise.
+    #[arg(required = true)]
+    files: Vec<String>,
     /// Print one JSON object {"devices": [...], "warnings": [...]}.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(a: Args) -> Result<(), CliError> {
-    let snap = load(&a.file)?;
+    if a.files.len() > 1 {
+        return run_many(&a.files, a.json);
+    }
+    let file = a.files[0].clone();
+    let snap = load(&file)?;
     let st = snapshot_stats(&snap);
     if a.json {
         let s = serde_json::to_string_pretty(&st).map_err(|e| CliError(e.to_string()))?;
@@ -31,7 +38,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
     let _ = writeln!(
         t,
         "{}: {enc}{}",
-        a.file,
+        file,
         if snap.segments_only {
             ", segments only (no trace)"
         } else {
@@ -63,6 +70,46 @@ pub fn run(a: Args) -> Result<(), CliError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Several files, read in parallel (`crate::load::map_files`), reported in the order given; a
+/// file that does not load is reported last on stderr and makes the exit status 2.
+fn run_many(files: &[String], json: bool) -> Result<(), CliError> {
+    let results = crate::load::map_files(files, |_, snap| snapshot_stats(&snap));
+    let mut t = String::new();
+    let mut failed = Vec::new();
+    for (file, r) in files.iter().zip(results) {
+        match r {
+            Err(e) => failed.push(e),
+            Ok(st) if json => {
+                let mut v = serde_json::to_value(&st).map_err(|e| CliError(e.to_string()))?;
+                v["file"] = serde_json::Value::from(file.as_str());
+                t.push_str(&v.to_string());
+                t.push('\n');
+            }
+            Ok(st) => {
+                for d in &st.devices {
+                    let _ = writeln!(
+                        t,
+                        "{file}: device {}: timeline peak {}, peak reserved {}, reserved {}, inactive split {}, {} trace entries",
+                        d.device,
+                        Bytes::from(d.timeline_peak_bytes),
+                        Bytes::from(d.peak_reserved_bytes),
+                        Bytes::from(d.reserved_bytes),
+                        Bytes::from(d.inactive_split_bytes),
+                        d.trace_entries
+                    );
+                }
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(t.as_bytes()).and_then(|()| out.flush());
+    let last = failed.pop();
+    for e in failed {
+        eprintln!("memlens: {e}");
+    }
+    last.map_or(Ok(()), Err)
 }
 
 /// `1.5GiB (1610612736 bytes)`.
