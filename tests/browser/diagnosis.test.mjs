@@ -383,6 +383,48 @@ test('the live-memory flamegraph: its width is the live total at the peak and at
   await page.screenshot({ path: path.join(OUT, 'diagnosis-flame.png') });
 });
 
+test('many ranks: the files overview lists every file with its stats and verdict, marks the outlier, and opens a row', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-ranks-'));
+  // Three equal ranks and one that runs another model (seed 6: a 3.5× larger peak).
+  const base0 = path.join(dir, 'rank_0.pickle');
+  memlens(['synth', '-q', '--workload', 'training', '--events', '8000', '--seed', '3', '-o', base0]);
+  const files = [base0];
+  for (const r of [1, 2]) {
+    const f = path.join(dir, `rank_${r}.pickle`);
+    fs.copyFileSync(base0, f);
+    files.push(f);
+  }
+  const big = path.join(dir, 'rank_3.pickle');
+  memlens(['synth', '-q', '--workload', 'training', '--events', '8000', '--seed', '6', '-o', big]);
+  files.push(big);
+  await page.goto('about:blank');
+  await page.goto(`${base}#view=overview`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', files);
+  await page.waitForFunction((n) => {
+    const o = document.querySelector('[data-testid=overview]');
+    const v = [...document.querySelectorAll('[data-testid=overview-verdict]')].map((e) => e.textContent);
+    return o && Number(o.dataset.rows) === n && v.every((x) => x !== '–');
+  }, files.length, { timeout: 120000 });
+  const rows = await page.$$eval('tr[data-testid=overview-row]', (rs) => rs.map((r) => ({
+    file: r.dataset.file, device: Number(r.dataset.device), peak: Number(r.dataset.peak), outlier: r.dataset.outlier === 'true',
+    verdict: r.querySelector('[data-testid=overview-verdict]').textContent,
+  })));
+  assert.deepEqual(rows.map((r) => r.file).sort(), files.map((f) => path.basename(f)).sort());
+  for (const r of rows) {
+    const st = JSON.parse(memlens(['stats', '--json', path.join(dir, r.file)])).devices.find((d) => d.device === r.device);
+    assert.equal(r.peak, st.timeline_peak_bytes, `${r.file}: peak = memlens stats`);
+    const dg = cliDevice(diagnoseJson(path.join(dir, r.file)), r.device, r.file);
+    assert.equal(r.verdict, dg.verdict.kind, `${r.file}: verdict = memlens diagnose`);
+  }
+  assert.deepEqual(rows.filter((r) => r.outlier).map((r) => r.file), ['rank_3.pickle'], `the larger rank is the one outlier: ${JSON.stringify(rows)}`);
+  await page.screenshot({ path: path.join(OUT, 'overview.png') });
+  await page.click('tr[data-testid=overview-row][data-file="rank_3.pickle"]');
+  await page.waitForFunction(() => /view=timeline/.test(location.hash) && /file=rank_3\.pickle/.test(location.hash));
+  await page.waitForSelector('[data-testid=timeline-canvas]');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
 test('no request left 127.0.0.1, and no page errors', async () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

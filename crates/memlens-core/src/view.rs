@@ -12,17 +12,19 @@ pub enum View {
     Segments,
     Settings,
     Diagnosis,
+    Overview,
 }
 
 impl View {
     /// In upstream's menu order.
-    pub const ALL: [View; 6] = [
+    pub const ALL: [View; 7] = [
         View::Timeline,
         View::Allocated,
         View::State,
         View::Segments,
         View::Settings,
         View::Diagnosis,
+        View::Overview,
     ];
 
     /// The URL hash value.
@@ -34,6 +36,7 @@ impl View {
             View::Segments => "segments",
             View::Settings => "settings",
             View::Diagnosis => "diagnosis",
+            View::Overview => "overview",
         }
     }
     pub fn from_key(s: &str) -> Option<View> {
@@ -47,6 +50,7 @@ impl View {
             View::Segments => "Active Cached Segment Timeline",
             View::Settings => "Allocator Settings",
             View::Diagnosis => "Diagnosis",
+            View::Overview => "Files overview (ranks)",
         }
     }
     /// Which stacked layout the view draws, if any.
@@ -55,7 +59,7 @@ impl View {
             View::Timeline => Some(TimelineKind::Active),
             View::Allocated => Some(TimelineKind::Allocated),
             View::Segments => Some(TimelineKind::Segments),
-            View::State | View::Settings | View::Diagnosis => None,
+            View::State | View::Settings | View::Diagnosis | View::Overview => None,
         }
     }
 }

@@ -319,6 +319,13 @@ pub fn app() -> Html {
             FileStatus::Ready(info) => {
                 let content = match (view, view.kind()) {
                     (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
+                    (View::Overview, _) => {
+                        let s1 = state.clone();
+                        html! {
+                            <crate::page::overview::OverviewView state={std::rc::Rc::new((*state).clone())}
+                                on_open={Callback::from(move |(f, d): (u32, u32)| s1.dispatch(Action::OpenFileDevice(f, d)))} />
+                        }
+                    }
                     (View::State, _) => crate::page::history_view::state_body(&state),
                     (View::Diagnosis, _) => {
                         let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());

@@ -323,6 +323,8 @@ pub enum Action {
     PickMoment(Option<u32>),
     /// Open the Diagnosis view with live memory after this entry.
     ShowMoment(u32),
+    /// Overview: open this file and device on the Active Memory Timeline.
+    OpenFileDevice(u32, u32),
     /// Diagnosis: invert the icicle for this frame (`None`: back to all frames).
     ShowCallers(Option<String>),
     Icicle(SharedIcicle),
@@ -755,6 +757,17 @@ impl Reducible for AppState {
             }
             Action::PickMoment(e) => s.moment = e,
             Action::ShowCallers(f) => s.callers_of = f,
+            Action::OpenFileDevice(f, d) => {
+                if s.current != Some(f) {
+                    s.current = Some(f);
+                    s.reset_view_of_file();
+                }
+                s.device = Some(d);
+                s.view = Some(View::Timeline);
+                s.window = None;
+                s.selected = None;
+                s.context = None;
+            }
             Action::ShowMoment(e) => {
                 s.view = Some(View::Diagnosis);
                 s.window = None;

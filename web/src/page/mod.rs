@@ -11,6 +11,7 @@ pub mod event_list;
 pub mod history_canvas;
 pub mod history_view;
 pub mod icicle;
+pub mod overview;
 pub mod panels;
 pub mod reply;
 pub mod search;
