@@ -425,6 +425,30 @@ test('many ranks: the files overview lists every file with its stats and verdict
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+test('a zoomed timeline lists what grew between its ends, as memlens diagnose --between', async (t) => {
+  const file = path.join(SNAPS, REAL[0]);
+  if (!fs.existsSync(file)) {
+    skipOrFail(t, `${file} missing: what-grew check`);
+    return;
+  }
+  const name = path.basename(file);
+  await page.goto('about:blank');
+  await page.goto(`${base}#file=${encodeURIComponent(name)}&view=timeline&x0=100.4&x1=3485.7`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForSelector('[data-testid=grew][data-state=ready]', { timeout: 60000 });
+  const g = await page.$eval('[data-testid=grew]', (e) => ({ from: Number(e.dataset.from), to: Number(e.dataset.to), net: Number(e.dataset.netBytes) }));
+  assert.deepEqual([g.from, g.to], [100, 3485], 'the window\'s ends, as events');
+  const cli = JSON.parse(memlens(['diagnose', '--json', '--between', '100', '3485', file])).devices[0];
+  assert.equal(g.net, cli.to_bytes - cli.from_bytes, `${name}: net change`);
+  const rows = await page.$$eval('tr[data-testid=grew-row]', (rs) => rs.map((r) => ({ frame: r.dataset.frame, change: Number(r.dataset.change) })));
+  assert.deepEqual(rows, cli.by_frame.slice(0, rows.length).map((c) => ({ frame: c.frame, change: c.change_bytes })), `${name}: rows`);
+  assert.ok(rows.length > 0, `${name}: something grew`);
+  await page.click('tr[data-testid=grew-row].clickable');
+  await page.waitForFunction((f) => document.querySelector('[data-testid=search-frame]')?.value === f, rows[0].frame.startsWith('(') ? rows[1].frame : rows[0].frame);
+  await page.screenshot({ path: path.join(OUT, 'grew.png') });
+});
+
 test('no request left 127.0.0.1, and no page errors', async () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

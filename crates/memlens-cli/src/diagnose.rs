@@ -33,6 +33,9 @@ pub struct Args {
     /// Device memory in MiB, to tell how much is held outside the allocator at an OOM.
     #[arg(long)]
     device_memory_mib: Option<u64>,
+    /// Instead: what grew between two events (`FROM TO`, device-local), by user frame.
+    #[arg(long, num_args = 2, value_names = ["FROM", "TO"])]
+    between: Option<Vec<u32>>,
     /// Print one JSON object {"devices": [...]}.
     #[arg(long)]
     json: bool,
@@ -60,6 +63,9 @@ pub fn run(a: Args) -> Result<(), CliError> {
     }
     let file = a.files[0].clone();
     let snap = load(&file)?;
+    if let Some(b) = &a.between {
+        return between(&snap, a.device, b, a.json);
+    }
     if let Some(d) = a.device {
         if !snap.devices().contains(&d) {
             return Err(CliError(format!(
@@ -122,6 +128,63 @@ fn run_many(files: &[String], opts: &Options, json: bool) -> Result<(), CliError
         eprintln!("memlens: {e}");
     }
     last.map_or(Ok(()), Err)
+}
+
+/// `--between FROM TO`: core's `analysis::compare::between` per device.
+fn between(
+    snap: &memlens_core::Snapshot,
+    device: Option<u32>,
+    b: &[u32],
+    json: bool,
+) -> Result<(), CliError> {
+    use memlens_core::analysis::compare;
+    let (from, to) = (b.first().copied(), b.get(1).copied());
+    let devices: Vec<compare::Between> = snap
+        .devices()
+        .into_iter()
+        .filter(|d| device.is_none_or(|x| x == *d))
+        .map(|d| {
+            compare::between(
+                snap,
+                &memlens_core::replay::replay_device(snap, d),
+                from,
+                to,
+            )
+        })
+        .collect();
+    let text = if json {
+        serde_json::to_string_pretty(&serde_json::json!({ "devices": devices }))
+            .map_err(|e| CliError(e.to_string()))?
+            + "\n"
+    } else {
+        let mut t = String::new();
+        for d in &devices {
+            let _ = writeln!(
+                t,
+                "device {}: live after event {} {} -> after event {} {} ({:+} bytes)",
+                d.device,
+                from.unwrap_or(0),
+                human(d.from_bytes),
+                to.unwrap_or(0),
+                human(d.to_bytes),
+                d.to_bytes as i64 - d.from_bytes as i64
+            );
+            for c in d.by_frame.iter().take(ROWS) {
+                let sign = if c.change_bytes < 0 { "-" } else { "+" };
+                let _ = writeln!(
+                    t,
+                    "  {sign}{:>10}  {}",
+                    human(c.change_bytes.unsigned_abs()),
+                    c.frame
+                );
+            }
+        }
+        t
+    };
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError(format!("cannot write output: {e}")))
 }
 
 fn device_text(t: &mut String, d: &DeviceDiagnosis) {

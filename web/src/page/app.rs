@@ -147,6 +147,16 @@ pub fn app() -> Html {
             }
         });
     }
+    // The timeline's zoomed window: what grew between its ends.
+    {
+        let bridge = bridge.clone();
+        let want = state.wanted_between();
+        use_effect_with(want, move |want| {
+            if let (Some(b), Some(w)) = (&bridge, want) {
+                b.request_between(*w);
+            }
+        });
+    }
     // Its icicle: live memory at the picked moment, else at the peak.
     {
         let bridge = bridge.clone();
@@ -376,6 +386,7 @@ pub fn app() -> Html {
                                             on_unpin={Callback::from(move |_| s3.dispatch(Action::Pin(None)))} />
                                     </div>
                                     if !warn.is_empty() { <p class="muted small">{ warn }</p> }
+                                    { crate::page::grew::panel(&state) }
                                 </div>
                             }
                         }

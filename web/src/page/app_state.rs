@@ -5,6 +5,7 @@
 
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::FileInfo;
+use memlens_core::analysis::compare::Between;
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
@@ -231,6 +232,8 @@ pub struct AppState {
     pub icicle: Option<SharedIcicle>,
     /// Diagnosis: the icicle inverted for this frame (its callers), if asked.
     pub callers_of: Option<String>,
+    /// Timelines: what grew inside the zoomed window, for (file), latest reply.
+    pub between: Option<(u32, Rc<Between>)>,
 }
 
 pub enum Action {
@@ -323,6 +326,8 @@ pub enum Action {
     PickMoment(Option<u32>),
     /// Open the Diagnosis view with live memory after this entry.
     ShowMoment(u32),
+    /// Timelines: what grew between the window's ends arrived.
+    Between(u32, Rc<Between>),
     /// Overview: open this file and device on the Active Memory Timeline.
     OpenFileDevice(u32, u32),
     /// Diagnosis: invert the icicle for this frame (`None`: back to all frames).
@@ -397,6 +402,27 @@ impl AppState {
             event: self.moment.or(d.diagnosis.peak.event),
             callers_of: self.callers_of.clone(),
         })
+    }
+
+    /// The events the zoomed window spans on an event-index axis, `(file, device, from, to)`.
+    pub fn wanted_between(&self) -> Option<(u32, u32, u32, u32)> {
+        let (a, b) = self.window?;
+        if self.time_axis || self.view() != View::Timeline {
+            return None;
+        }
+        let k = self.layout_key()?;
+        let n = self
+            .current_info()?
+            .devices
+            .iter()
+            .find(|d| d.device == k.device)?
+            .trace_entries;
+        let last = n.checked_sub(1)? as f64;
+        let (from, to) = (
+            a.floor().clamp(0.0, last) as u32,
+            b.floor().clamp(0.0, last) as u32,
+        );
+        (to > from).then_some((k.file, k.device, from, to))
     }
 
     /// The state view's list columns for the current file and device, if they arrived.
@@ -757,6 +783,7 @@ impl Reducible for AppState {
             }
             Action::PickMoment(e) => s.moment = e,
             Action::ShowCallers(f) => s.callers_of = f,
+            Action::Between(f, b) => s.between = Some((f, b)),
             Action::OpenFileDevice(f, d) => {
                 if s.current != Some(f) {
                     s.current = Some(f);

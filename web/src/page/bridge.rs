@@ -138,6 +138,8 @@ pub struct Bridge {
     diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
     /// The icicle asked last.
     icicle_asked: RefCell<Option<IcicleKey>>,
+    /// What-grew query asked last.
+    between_asked: Cell<Option<(u32, u32, u32, u32)>>,
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
@@ -234,6 +236,7 @@ impl Bridge {
             events_asked: RefCell::default(),
             diagnosis_asked: RefCell::default(),
             icicle_asked: RefCell::default(),
+            between_asked: Cell::default(),
             cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
@@ -396,6 +399,22 @@ impl Bridge {
                     device: want.device,
                     event: want.event,
                     callers_of: want.callers_of.clone(),
+                },
+                &[],
+            );
+        }
+    }
+
+    /// Asks what grew between two events, unless that was the last asked.
+    pub fn request_between(&self, want: (u32, u32, u32, u32)) {
+        if self.between_asked.replace(Some(want)) != Some(want) {
+            let (id, device, from, to) = want;
+            self.send(
+                &ToWorker::Between {
+                    id,
+                    device,
+                    from: Some(from),
+                    to: Some(to),
                 },
                 &[],
             );

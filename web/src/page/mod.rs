@@ -8,6 +8,7 @@ pub mod bridge;
 pub mod canvas;
 pub mod diagnosis;
 pub mod event_list;
+pub mod grew;
 pub mod history_canvas;
 pub mod history_view;
 pub mod icicle;

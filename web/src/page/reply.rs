@@ -7,6 +7,7 @@ use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
+use memlens_core::analysis::compare::Between;
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
@@ -56,6 +57,10 @@ pub enum Reply {
         device: u32,
         callers_of: Option<String>,
         icicle: Icicle,
+    },
+    Between {
+        file: u32,
+        between: Between,
     },
     Search {
         key: LayoutKey,
@@ -190,6 +195,10 @@ impl Reply {
                 diagnosis: *diagnosis,
                 build_ms,
             },
+            FromWorker::Between { id, between } => Reply::Between {
+                file: id,
+                between: *between,
+            },
             FromWorker::Icicle {
                 id,
                 device,
@@ -254,6 +263,7 @@ impl Reply {
                 ctx,
             },
             Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
+            Reply::Between { file, between } => Action::Between(file, Rc::new(between)),
             Reply::Icicle {
                 file,
                 device,

@@ -3,6 +3,7 @@
 //! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
 //! copied (`crate::wire::pack`); a file to open travels as the `File` itself.
 
+use memlens_core::analysis::compare::Between;
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
@@ -66,6 +67,13 @@ pub enum ToWorker {
         event: Option<u32>,
         /// Inverted for this frame (`basename:line:name`): its callers below it.
         callers_of: Option<String>,
+    },
+    /// What grew between two events (`memlens_core::analysis::compare::between`).
+    Between {
+        id: u32,
+        device: u32,
+        from: Option<u32>,
+        to: Option<u32>,
     },
     /// Search a layout's elements (`memlens_core::layout::search`); `seq` is echoed back.
     Search {
@@ -172,6 +180,11 @@ pub enum FromWorker {
         device: u32,
         callers_of: Option<String>,
         icicle: Box<Icicle>,
+    },
+    /// Reply to [`ToWorker::Between`].
+    Between {
+        id: u32,
+        between: Box<Between>,
     },
     /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the
     /// query could not run).

@@ -160,6 +160,23 @@ fn handle(state: &Shared, data: JsValue) {
             crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
+        ToWorker::Between {
+            id,
+            device,
+            from,
+            to,
+        } => {
+            let b = state.borrow().files.get(&id).map(|f| {
+                let replay = memlens_core::replay::replay_device(&f.snap, device);
+                memlens_core::analysis::compare::between(&f.snap, &replay, from, to)
+            });
+            if let Some(b) = b {
+                post(&FromWorker::Between {
+                    id,
+                    between: Box::new(b),
+                });
+            }
+        }
         ToWorker::Icicle {
             id,
             device,

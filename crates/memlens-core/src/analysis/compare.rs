@@ -157,3 +157,40 @@ pub fn compare_peaks(a: &Snapshot, b: &Snapshot, device: Option<u32>) -> Compari
         .collect();
     Comparison { devices }
 }
+
+/// What grew between two moments of one device: live bytes after `from` and after `to`, and the
+/// net change by user frame (allocations born in between and still alive at `to` count up,
+/// those alive at `from` and freed in between count down).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Between {
+    pub device: u32,
+    pub from: Option<EventIdx>,
+    pub to: Option<EventIdx>,
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// Frames whose live bytes changed, by absolute change (then frame).
+    pub by_frame: Vec<Change>,
+}
+
+/// [`Between`] for one device of a snapshot, over its allocation table.
+pub fn between(
+    s: &Snapshot,
+    replay: &crate::replay::Replay,
+    from: Option<EventIdx>,
+    to: Option<EventIdx>,
+) -> Between {
+    let mut cx = Classifier::new(s, replay.device);
+    let a = alive_at(replay, &mut cx, from);
+    let b = alive_at(replay, &mut cx, to);
+    let (from_bytes, to_bytes) = (a.allocated_bytes, b.allocated_bytes);
+    let mut by_frame = changes(frames(&Some(a)), frames(&Some(b)));
+    by_frame.retain(|c| c.change_bytes != 0);
+    Between {
+        device: replay.device,
+        from,
+        to,
+        from_bytes,
+        to_bytes,
+        by_frame,
+    }
+}

@@ -125,3 +125,26 @@ fn callers_of_a_frame_hold_what_it_holds() {
     assert_eq!(inner.nodes[1].frame, "train.py:50:<module>");
     assert_eq!(inner.nodes[1].depth, 1);
 }
+
+#[test]
+fn what_grew_between_two_moments_sums_to_the_change_of_the_live_total() {
+    for (path, text) in memlens_fixture::fixture_texts() {
+        let name = path.display().to_string();
+        let Ok(bytes) = memlens_fixture::build(&text) else {
+            continue;
+        };
+        let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for device in snap.devices() {
+            let replay = crate::replay::replay_device(&snap, device);
+            let last = replay.events.checked_sub(1);
+            let b = super::compare::between(&snap, &replay, None, last);
+            let net: i64 = b.by_frame.iter().map(|c| c.change_bytes).sum();
+            assert_eq!(net, b.to_bytes as i64 - b.from_bytes as i64, "{name}");
+            assert_eq!(
+                b.to_bytes,
+                replay.live_bytes_at(super::alive::event_arg(last)),
+                "{name}"
+            );
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Under a zoomed timeline: what grew between the window's ends — the net change of live bytes
+//! by user frame (core's `analysis::compare::between`), largest first; a frame row searches
+//! its bands. Shown on the event-index axis (the window's ends are events there).
+
+use crate::page::app_state::{Action, AppState};
+use memlens_core::analysis::verdict::human;
+use yew::prelude::*;
+
+/// Rows shown.
+const ROWS: usize = 10;
+
+pub fn panel(state: &UseReducerHandle<AppState>) -> Html {
+    let Some((file, device, from, to)) = state.wanted_between() else {
+        return html! {};
+    };
+    let b = state
+        .between
+        .as_ref()
+        .filter(|(f, b)| {
+            *f == file && b.device == device && b.from == Some(from) && b.to == Some(to)
+        })
+        .map(|(_, b)| b.clone());
+    let Some(b) = b else {
+        return html! { <p class="muted small" data-testid="grew" data-state="pending">{ format!("What grew between events {from} and {to}…") }</p> };
+    };
+    let net = b.to_bytes as i64 - b.from_bytes as i64;
+    html! {
+        <section class="grew" data-testid="grew" data-state="ready" data-from={from.to_string()} data-to={to.to_string()} data-net-bytes={net.to_string()}>
+            <h4>{ format!("What grew between events {from} and {to}: {} → {} ({}{})", human(b.from_bytes), human(b.to_bytes), if net < 0 { "−" } else { "+" }, human(net.unsigned_abs())) }</h4>
+            <table class="diag-table">
+                <tbody>
+                    { for b.by_frame.iter().take(ROWS).map(|c| {
+                        let s = state.clone();
+                        let frame = c.frame.clone();
+                        let clickable = !frame.starts_with('(');
+                        let onclick = clickable.then(|| Callback::from(move |_: MouseEvent| s.dispatch(Action::SetSearch { address: String::new(), frame: frame.clone() })));
+                        html! {
+                            <tr data-testid="grew-row" data-frame={c.frame.clone()} data-change={c.change_bytes.to_string()} class={classes!(clickable.then_some("clickable"))} {onclick}>
+                                <td class="num">{ format!("{}{}", if c.change_bytes < 0 { "−" } else { "+" }, human(c.change_bytes.unsigned_abs())) }</td>
+                                <td class="num">{ human(c.a_bytes) }</td>
+                                <td class="num">{ human(c.b_bytes) }</td>
+                                <td class="frame">{ &c.frame }</td>
+                            </tr>
+                        }
+                    }) }
+                </tbody>
+            </table>
+        </section>
+    }
+}
