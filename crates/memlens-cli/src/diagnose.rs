@@ -98,36 +98,23 @@ pub fn run(a: Args) -> Result<(), CliError> {
 /// that does not load is reported on stderr and makes the exit status 2.
 fn run_many(files: &[String], opts: &Options, json: bool) -> Result<(), CliError> {
     let results = crate::load::map_files(files, |_, snap| diagnose(&snap, opts));
-    let mut t = String::new();
-    let mut failed = Vec::new();
-    for (file, r) in files.iter().zip(results) {
-        match r {
-            Err(e) => failed.push(e),
-            Ok(dx) if json => {
-                let v = serde_json::json!({ "file": file, "devices": dx.devices });
-                t.push_str(&v.to_string());
-                t.push('\n');
-            }
-            Ok(dx) => {
-                for d in &dx.devices {
-                    let _ = writeln!(
-                        t,
-                        "{file}: device {}: {} — {}",
-                        d.device,
-                        d.verdict.kind.name(),
-                        d.verdict.summary
-                    );
-                }
-            }
+    crate::load::report_files(files, results, |t, file, dx| {
+        if json {
+            let v = serde_json::json!({ "file": file, "devices": dx.devices });
+            t.push_str(&v.to_string());
+            t.push('\n');
+            return Ok(());
         }
-    }
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(t.as_bytes()).and_then(|()| out.flush());
-    let last = failed.pop();
-    for e in failed {
-        eprintln!("memlens: {e}");
-    }
-    last.map_or(Ok(()), Err)
+        for d in &dx.devices {
+            let kind = d.verdict.kind.name();
+            let _ = writeln!(
+                t,
+                "{file}: device {}: {kind} — {}",
+                d.device, d.verdict.summary
+            );
+        }
+        Ok(())
+    })
 }
 
 /// `--between FROM TO`: core's `analysis::compare::between` per device.

@@ -71,3 +71,29 @@ pub fn map_files<T: Send>(
         .map(|r| r.unwrap_or_else(|| Err(CliError("a reader thread failed".into()))))
         .collect()
 }
+
+/// Reports [`map_files`]'s results in the order given: `line` writes a file's text (one JSON
+/// line, or its summary lines) to stdout; the files that did not load are named on stderr, the
+/// last one as the returned error (exit status 2).
+pub fn report_files<T>(
+    files: &[String],
+    results: Vec<Result<T, CliError>>,
+    mut line: impl FnMut(&mut String, &str, T) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut t = String::new();
+    let mut failed = Vec::new();
+    for (file, r) in files.iter().zip(results) {
+        match r {
+            Ok(v) => line(&mut t, file, v)?,
+            Err(e) => failed.push(e),
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(t.as_bytes()).and_then(|()| out.flush());
+    let last = failed.pop();
+    for e in failed {
+        eprintln!("memlens: {e}");
+    }
+    last.map_or(Ok(()), Err)
+}

@@ -76,40 +76,28 @@ pub fn run(a: Args) -> Result<(), CliError> {
 /// file that does not load is reported last on stderr and makes the exit status 2.
 fn run_many(files: &[String], json: bool) -> Result<(), CliError> {
     let results = crate::load::map_files(files, |_, snap| snapshot_stats(&snap));
-    let mut t = String::new();
-    let mut failed = Vec::new();
-    for (file, r) in files.iter().zip(results) {
-        match r {
-            Err(e) => failed.push(e),
-            Ok(st) if json => {
-                let mut v = serde_json::to_value(&st).map_err(|e| CliError(e.to_string()))?;
-                v["file"] = serde_json::Value::from(file.as_str());
-                t.push_str(&v.to_string());
-                t.push('\n');
-            }
-            Ok(st) => {
-                for d in &st.devices {
-                    let _ = writeln!(
-                        t,
-                        "{file}: device {}: timeline peak {}, peak reserved {}, reserved {}, inactive split {}, {} trace entries",
-                        d.device,
-                        Bytes::from(d.timeline_peak_bytes),
-                        Bytes::from(d.peak_reserved_bytes),
-                        Bytes::from(d.reserved_bytes),
-                        Bytes::from(d.inactive_split_bytes),
-                        d.trace_entries
-                    );
-                }
-            }
+    crate::load::report_files(files, results, |t, file, st| {
+        if json {
+            let mut v = serde_json::to_value(&st).map_err(|e| CliError(e.to_string()))?;
+            v["file"] = serde_json::Value::from(file);
+            t.push_str(&v.to_string());
+            t.push('\n');
+            return Ok(());
         }
-    }
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(t.as_bytes()).and_then(|()| out.flush());
-    let last = failed.pop();
-    for e in failed {
-        eprintln!("memlens: {e}");
-    }
-    last.map_or(Ok(()), Err)
+        for d in &st.devices {
+            let _ = writeln!(
+                t,
+                "{file}: device {}: timeline peak {}, peak reserved {}, reserved {}, inactive split {}, {} trace entries",
+                d.device,
+                Bytes::from(d.timeline_peak_bytes),
+                Bytes::from(d.peak_reserved_bytes),
+                Bytes::from(d.reserved_bytes),
+                Bytes::from(d.inactive_split_bytes),
+                d.trace_entries
+            );
+        }
+        Ok(())
+    })
 }
 
 /// `1.5GiB (1610612736 bytes)`.

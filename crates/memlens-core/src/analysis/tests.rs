@@ -3,6 +3,19 @@
 use super::{diagnose_device, DeviceDiagnosis, Options};
 use crate::analysis::verdict::VerdictKind;
 
+/// Every fixture that builds, decoded, with its path for messages.
+fn fixture_snapshots() -> Vec<(String, crate::Snapshot)> {
+    memlens_fixture::fixture_texts()
+        .into_iter()
+        .filter_map(|(path, text)| {
+            let name = path.display().to_string();
+            let bytes = memlens_fixture::build(&text).ok()?;
+            let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+            Some((name, snap))
+        })
+        .collect()
+}
+
 fn diagnose_fixture(name: &str) -> DeviceDiagnosis {
     let path = memlens_fixture::fixtures_dir().join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -48,12 +61,7 @@ fn private_pool_fixture_reports_the_pool_and_no_leak() {
 
 #[test]
 fn every_fixture_diagnoses_and_its_groupings_sum_to_the_live_total() {
-    for (path, text) in memlens_fixture::fixture_texts() {
-        let name = path.display().to_string();
-        let Ok(bytes) = memlens_fixture::build(&text) else {
-            continue;
-        };
-        let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for (name, snap) in fixture_snapshots() {
         for d in super::diagnose(&snap, &Options::default()).devices {
             let total = d.peak.allocated_bytes;
             assert_eq!(
@@ -73,12 +81,7 @@ fn every_fixture_diagnoses_and_its_groupings_sum_to_the_live_total() {
 
 #[test]
 fn icicle_width_is_the_live_total_and_children_fit_their_parents() {
-    for (path, text) in memlens_fixture::fixture_texts() {
-        let name = path.display().to_string();
-        let Ok(bytes) = memlens_fixture::build(&text) else {
-            continue;
-        };
-        let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for (name, snap) in fixture_snapshots() {
         for device in snap.devices() {
             let d = diagnose_device(&snap, device, &Options::default());
             let replay = crate::replay::replay_device(&snap, device);
@@ -128,12 +131,7 @@ fn callers_of_a_frame_hold_what_it_holds() {
 
 #[test]
 fn what_grew_between_two_moments_sums_to_the_change_of_the_live_total() {
-    for (path, text) in memlens_fixture::fixture_texts() {
-        let name = path.display().to_string();
-        let Ok(bytes) = memlens_fixture::build(&text) else {
-            continue;
-        };
-        let snap = crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for (name, snap) in fixture_snapshots() {
         for device in snap.devices() {
             let replay = crate::replay::replay_device(&snap, device);
             let last = replay.events.checked_sub(1);
