@@ -449,6 +449,37 @@ test('a zoomed timeline lists what grew between its ends, as memlens diagnose --
   await page.screenshot({ path: path.join(OUT, 'grew.png') });
 });
 
+test('a pinned band opens live memory right after its allocation', async (t) => {
+  const file = path.join(SNAPS, REAL[1]);
+  if (!fs.existsSync(file)) {
+    skipOrFail(t, `${file} missing: pinned band → flamegraph check`);
+    return;
+  }
+  const name = path.basename(file);
+  await page.goto('about:blank');
+  await page.goto(`${base}#file=${encodeURIComponent(name)}&view=timeline`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForFunction(() => document.getElementById('memlens')?.dataset.layout === 'exact');
+  const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+  let at = null;
+  for (const fy of [0.92, 0.8, 0.6, 0.4]) {
+    for (let fx = 0.1; fx < 0.98 && !at; fx += 0.04) {
+      await page.mouse.move(box.x + box.width * fx, box.y + box.height * fy);
+      if (await page.locator('[data-testid=tooltip]').count()) at = { x: box.x + box.width * fx, y: box.y + box.height * fy };
+    }
+    if (at) break;
+  }
+  assert.ok(at, `${name}: no band under the pointer`);
+  await page.mouse.click(at.x, at.y);
+  await page.waitForSelector('[data-testid=stack-live-memory]');
+  await page.click('[data-testid=stack-live-memory]');
+  await page.waitForFunction(() => /view=diagnosis/.test(location.hash) && document.querySelector('[data-testid=icicle]')?.dataset.event !== undefined, null, { timeout: 60000 });
+  const ic = await page.$eval('[data-testid=icicle]', (e) => ({ total: Number(e.dataset.totalBytes), event: Number(e.dataset.event) }));
+  const cli = JSON.parse(memlens(['diagnose', '--json', '--at', String(ic.event), file])).devices[0];
+  assert.equal(ic.total, cli.peak.allocated_bytes, `${name}: flamegraph after event ${ic.event} = memlens diagnose --at`);
+});
+
 test('no request left 127.0.0.1, and no page errors', async () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

@@ -370,6 +370,14 @@ pub fn app() -> Html {
                                 .and_then(|c| c.3.clone());
                             let s2 = state.clone();
                             let s3 = state.clone();
+                            // The pinned band's alloc event, for "live memory here".
+                            let pinned_alloc = state
+                                .selected
+                                .and_then(|e| l.0.elements.alloc_row.get(e as usize));
+                            let s4 = state.clone();
+                            let on_live_memory = pinned_alloc.map(|a| {
+                                Callback::from(move |_: ()| s4.dispatch(Action::ShowMoment(a)))
+                            });
                             html! {
                                 <div class="view-body">
                                     if view == View::Allocated {
@@ -381,7 +389,7 @@ pub fn app() -> Html {
                                             matches={state.search.as_ref().filter(|o| Some(o.key) == key && o.seq == state.search_seq).and_then(|o| o.matches.clone())}
                                             time_axis={state.time_axis}
                                             on_window={on_window.clone()} on_pin={on_pin.clone()} on_painted={on_painted.clone()} />
-                                        <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack}
+                                        <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack} {on_live_memory}
                                             on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}
                                             on_unpin={Callback::from(move |_| s3.dispatch(Action::Pin(None)))} />
                                     </div>

@@ -83,6 +83,9 @@ pub struct StackProps {
     pub full: bool,
     pub on_toggle_full: Callback<()>,
     pub on_unpin: Callback<()>,
+    /// Show live memory after the pinned allocation's alloc as a flamegraph (Diagnosis view).
+    #[prop_or_default]
+    pub on_live_memory: Option<Callback<()>>,
 }
 
 fn time_text(us: Option<i64>) -> Option<String> {
@@ -145,6 +148,10 @@ pub fn stack_panel(p: &StackProps) -> Html {
                 <span>{ "Stack" }</span>
                 <label class="toggle"><input type="checkbox" checked={p.full} onchange={toggle} />{ " full stack" }</label>
                 if p.selected.is_some() { <button class="link" onclick={unpin}>{ "unpin" }</button> }
+                if let (Some(_), Some(cb)) = (p.selected, &p.on_live_memory) {
+                    <button class="link" data-testid="stack-live-memory" title="live memory right after this allocation, as a flamegraph (Diagnosis)"
+                        onclick={cb.reform(|_: MouseEvent| ())}>{ "live memory here" }</button>
+                }
             </div>
             { body }
         </aside>
