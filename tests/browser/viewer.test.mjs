@@ -136,7 +136,7 @@ test('empty state says nothing leaves the machine', async () => {
   assert.match(text, /Nothing leaves this machine/);
   const views = await page.$$eval('[data-testid=view-select] option', (o) => o.map((x) => x.textContent));
   assert.deepEqual(views, ['Active Memory Timeline', 'Allocated Memory (incl. Private Pools)',
-    'Allocator State History', 'Active Cached Segment Timeline', 'Allocator Settings', 'Diagnosis', 'Files overview (ranks)']);
+    'Allocator State History', 'Active Cached Segment Timeline', 'Allocator Settings', 'Diagnosis', 'Files overview (ranks)', 'Compare two files']);
   await page.screenshot({ path: path.join(OUT, 'empty.png') });
 });
 

@@ -13,11 +13,12 @@ pub enum View {
     Settings,
     Diagnosis,
     Overview,
+    Compare,
 }
 
 impl View {
     /// In upstream's menu order.
-    pub const ALL: [View; 7] = [
+    pub const ALL: [View; 8] = [
         View::Timeline,
         View::Allocated,
         View::State,
@@ -25,6 +26,7 @@ impl View {
         View::Settings,
         View::Diagnosis,
         View::Overview,
+        View::Compare,
     ];
 
     /// The URL hash value.
@@ -37,6 +39,7 @@ impl View {
             View::Settings => "settings",
             View::Diagnosis => "diagnosis",
             View::Overview => "overview",
+            View::Compare => "compare",
         }
     }
     pub fn from_key(s: &str) -> Option<View> {
@@ -51,6 +54,7 @@ impl View {
             View::Settings => "Allocator Settings",
             View::Diagnosis => "Diagnosis",
             View::Overview => "Files overview (ranks)",
+            View::Compare => "Compare two files",
         }
     }
     /// Which stacked layout the view draws, if any.
@@ -59,7 +63,7 @@ impl View {
             View::Timeline => Some(TimelineKind::Active),
             View::Allocated => Some(TimelineKind::Allocated),
             View::Segments => Some(TimelineKind::Segments),
-            View::State | View::Settings | View::Diagnosis | View::Overview => None,
+            View::State | View::Settings | View::Diagnosis | View::Overview | View::Compare => None,
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::FileInfo;
-use memlens_core::analysis::compare::Between;
+use memlens_core::analysis::compare::{Between, Comparison};
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
@@ -234,6 +234,10 @@ pub struct AppState {
     pub callers_of: Option<String>,
     /// Timelines: what grew inside the zoomed window, for (file), latest reply.
     pub between: Option<(u32, Rc<Between>)>,
+    /// Compare view: the files picked as A and B (`None`: the defaults, see `compare_pair`).
+    pub compare_pick: (Option<u32>, Option<u32>),
+    /// Compare view: the latest comparison, for (A, B).
+    pub compared: Option<(u32, u32, Rc<Comparison>)>,
 }
 
 pub enum Action {
@@ -326,6 +330,10 @@ pub enum Action {
     PickMoment(Option<u32>),
     /// Open the Diagnosis view with live memory after this entry.
     ShowMoment(u32),
+    /// Compare view: pick file A (`true`) or B.
+    PickCompare(bool, u32),
+    /// Compare view: the comparison of (A, B) arrived.
+    Compared(u32, u32, Rc<Comparison>),
     /// Timelines: what grew between the window's ends arrived.
     Between(u32, Rc<Between>),
     /// Overview: open this file and device on the Active Memory Timeline.
@@ -402,6 +410,33 @@ impl AppState {
             event: self.moment.or(d.diagnosis.peak.event),
             callers_of: self.callers_of.clone(),
         })
+    }
+
+    /// The files the Compare view compares: the picks, else B = the current file and A = the
+    /// ready file opened before it (or after, when it is the first).
+    pub fn compare_pair(&self) -> Option<(u32, u32)> {
+        let ready: Vec<u32> = self
+            .files
+            .iter()
+            .filter(|f| matches!(f.status, FileStatus::Ready(_)))
+            .map(|f| f.id)
+            .collect();
+        let b = self
+            .compare_pick
+            .1
+            .filter(|x| ready.contains(x))
+            .or(self.current.filter(|c| ready.contains(c)))?;
+        let default_a = ready
+            .iter()
+            .rev()
+            .find(|&&x| x < b)
+            .or(ready.iter().find(|&&x| x != b));
+        let a = self
+            .compare_pick
+            .0
+            .filter(|x| ready.contains(x))
+            .or(default_a.copied())?;
+        (a != b).then_some((a, b))
     }
 
     /// The events the zoomed window spans on an event-index axis, `(file, device, from, to)`.
@@ -784,6 +819,14 @@ impl Reducible for AppState {
             Action::PickMoment(e) => s.moment = e,
             Action::ShowCallers(f) => s.callers_of = f,
             Action::Between(f, b) => s.between = Some((f, b)),
+            Action::PickCompare(a_side, f) => {
+                if a_side {
+                    s.compare_pick.0 = Some(f);
+                } else {
+                    s.compare_pick.1 = Some(f);
+                }
+            }
+            Action::Compared(a, b, c) => s.compared = Some((a, b, c)),
             Action::OpenFileDevice(f, d) => {
                 if s.current != Some(f) {
                     s.current = Some(f);

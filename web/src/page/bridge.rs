@@ -138,6 +138,8 @@ pub struct Bridge {
     diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
     /// The icicle asked last.
     icicle_asked: RefCell<Option<IcicleKey>>,
+    /// Comparison asked last.
+    compare_asked: Cell<Option<(u32, u32)>>,
     /// What-grew query asked last.
     between_asked: Cell<Option<(u32, u32, u32, u32)>>,
     /// Files cancelled while their bytes were still being fetched.
@@ -237,6 +239,7 @@ impl Bridge {
             diagnosis_asked: RefCell::default(),
             icicle_asked: RefCell::default(),
             between_asked: Cell::default(),
+            compare_asked: Cell::default(),
             cancelled: Rc::default(),
             dispatch,
             _onmessage: onmessage,
@@ -402,6 +405,13 @@ impl Bridge {
                 },
                 &[],
             );
+        }
+    }
+
+    /// Asks for the comparison of two open files, unless that was the last asked.
+    pub fn request_compare(&self, a: u32, b: u32) {
+        if self.compare_asked.replace(Some((a, b))) != Some((a, b)) {
+            self.send(&ToWorker::Compare { a, b }, &[]);
         }
     }
 

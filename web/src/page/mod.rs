@@ -6,6 +6,7 @@ pub mod app;
 pub mod app_state;
 pub mod bridge;
 pub mod canvas;
+pub mod compare_view;
 pub mod diagnosis;
 pub mod event_list;
 pub mod grew;

@@ -7,7 +7,7 @@ use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
-use memlens_core::analysis::compare::Between;
+use memlens_core::analysis::compare::{Between, Comparison};
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
@@ -61,6 +61,11 @@ pub enum Reply {
     Between {
         file: u32,
         between: Between,
+    },
+    Compare {
+        a: u32,
+        b: u32,
+        comparison: Comparison,
     },
     Search {
         key: LayoutKey,
@@ -195,6 +200,11 @@ impl Reply {
                 diagnosis: *diagnosis,
                 build_ms,
             },
+            FromWorker::Compare { a, b, comparison } => Reply::Compare {
+                a,
+                b,
+                comparison: *comparison,
+            },
             FromWorker::Between { id, between } => Reply::Between {
                 file: id,
                 between: *between,
@@ -264,6 +274,7 @@ impl Reply {
             },
             Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
             Reply::Between { file, between } => Action::Between(file, Rc::new(between)),
+            Reply::Compare { a, b, comparison } => Action::Compared(a, b, Rc::new(comparison)),
             Reply::Icicle {
                 file,
                 device,

@@ -3,7 +3,7 @@
 //! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
 //! copied (`crate::wire::pack`); a file to open travels as the `File` itself.
 
-use memlens_core::analysis::compare::Between;
+use memlens_core::analysis::compare::{Between, Comparison};
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
@@ -74,6 +74,11 @@ pub enum ToWorker {
         device: u32,
         from: Option<u32>,
         to: Option<u32>,
+    },
+    /// Two open files at their peaks (`memlens_core::analysis::compare::compare_peaks`).
+    Compare {
+        a: u32,
+        b: u32,
     },
     /// Search a layout's elements (`memlens_core::layout::search`); `seq` is echoed back.
     Search {
@@ -185,6 +190,12 @@ pub enum FromWorker {
     Between {
         id: u32,
         between: Box<Between>,
+    },
+    /// Reply to [`ToWorker::Compare`].
+    Compare {
+        a: u32,
+        b: u32,
+        comparison: Box<Comparison>,
     },
     /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the
     /// query could not run).

@@ -160,6 +160,25 @@ fn handle(state: &Shared, data: JsValue) {
             crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
+        ToWorker::Compare { a, b } => {
+            // Always answered (empty when a file is gone), so the view never waits forever.
+            let c = {
+                let s = state.borrow();
+                match (s.files.get(&a), s.files.get(&b)) {
+                    (Some(fa), Some(fb)) => {
+                        memlens_core::analysis::compare::compare_peaks(&fa.snap, &fb.snap, None)
+                    }
+                    _ => memlens_core::analysis::compare::Comparison {
+                        devices: Vec::new(),
+                    },
+                }
+            };
+            post(&FromWorker::Compare {
+                a,
+                b,
+                comparison: Box::new(c),
+            });
+        }
         ToWorker::Between {
             id,
             device,
