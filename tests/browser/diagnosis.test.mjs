@@ -506,11 +506,27 @@ test('the Compare view shows what memlens compare --json finds between two open 
   const classes = await page.$$eval('[data-testid=compare-device]:first-of-type tr[data-testid=compare-class]', (rs) => rs.map((r) => ({ class: r.dataset.class, change: Number(r.dataset.change) })));
   assert.deepEqual(classes, cli.devices[0].by_class.filter((c) => c.change_bytes !== 0).map((c) => ({ class: c.class, change: c.change_bytes })));
   await page.screenshot({ path: path.join(OUT, 'compare.png') });
+  // The hash names both files (file = B, a = A), and a page opened on such a hash compares them.
+  const hash = await page.evaluate(() => location.hash);
+  assert.match(hash, /view=compare/);
+  assert.ok(hash.includes(`a=${encodeURIComponent(path.basename(a))}`) && hash.includes(`file=${encodeURIComponent(path.basename(b))}`), hash);
   // A frame row opens B on the timeline with the frame searched.
   const first = rows.find((r) => !r.frame.startsWith('('));
   await page.click(`tr[data-testid=compare-row][data-frame="${first.frame}"]`);
   await page.waitForFunction((n) => /view=timeline/.test(location.hash) && document.getElementById('memlens')?.dataset.file === n, path.basename(b));
   assert.equal(await page.inputValue('[data-testid=search-frame]'), first.frame);
+
+  await page.goto('about:blank');
+  await page.goto(`${base}#view=compare&file=${encodeURIComponent(path.basename(a))}&a=${encodeURIComponent(path.basename(b))}`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', b);
+  await page.waitForFunction((n) => document.getElementById('memlens')?.dataset.file === n && document.getElementById('memlens').dataset.state === 'ready', path.basename(b));
+  await page.setInputFiles('[data-testid=file-input]', a);
+  await page.waitForSelector('[data-testid=compare][data-state=ready]', { timeout: 60000 });
+  const swapped = await page.$eval('[data-testid=compare]', (e) => [e.dataset.a, e.dataset.b]);
+  assert.deepEqual(swapped, [path.basename(b), path.basename(a)], 'the hash decides A and B');
+  const dev0 = await page.$eval('[data-testid=compare-device]', (d) => Number(d.dataset.change));
+  assert.equal(dev0, -cli.devices[0].peak_change_bytes, 'swapped: the change changes sign');
 });
 
 test('no request left 127.0.0.1, and no page errors', async () => {

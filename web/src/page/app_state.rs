@@ -27,6 +27,8 @@ pub struct HashState {
     pub event: Option<u32>,
     /// Timelines: x axis in wall-clock time (`axis=time`) instead of event index.
     pub time_axis: bool,
+    /// Compare view: file A (`a=`); B is `file`.
+    pub compare_a: Option<String>,
 }
 
 fn decode_component(s: &str) -> String {
@@ -56,6 +58,7 @@ impl HashState {
                 "x1" => h.x1 = v.parse().ok().filter(|x: &f64| x.is_finite()),
                 "event" => h.event = v.parse().ok(),
                 "axis" => h.time_axis = v == "time",
+                "a" if !v.is_empty() => h.compare_a = Some(decode_component(v)),
                 _ => {}
             }
         }
@@ -81,6 +84,9 @@ impl HashState {
         }
         if self.time_axis {
             parts.push("axis=time".to_string());
+        }
+        if let Some(a) = &self.compare_a {
+            parts.push(format!("a={}", encode_component(a)));
         }
         format!("#{}", parts.join("&"))
     }
@@ -234,8 +240,9 @@ pub struct AppState {
     pub callers_of: Option<String>,
     /// Timelines: what grew inside the zoomed window, for (file), latest reply.
     pub between: Option<(u32, Rc<Between>)>,
-    /// Compare view: the files picked as A and B (`None`: the defaults, see `compare_pair`).
-    pub compare_pick: (Option<u32>, Option<u32>),
+    /// Compare view: the file picked as A (`None`: the default, see `compare_pair`); B is the
+    /// current file.
+    pub compare_pick: Option<u32>,
     /// Compare view: the latest comparison, for (A, B).
     pub compared: Option<(u32, u32, Rc<Comparison>)>,
 }
@@ -412,8 +419,8 @@ impl AppState {
         })
     }
 
-    /// The files the Compare view compares: the picks, else B = the current file and A = the
-    /// ready file opened before it (or after, when it is the first).
+    /// The files the Compare view compares: B = the current file, A = the pick, else the ready
+    /// file opened before B (or after, when B is the first).
     pub fn compare_pair(&self) -> Option<(u32, u32)> {
         let ready: Vec<u32> = self
             .files
@@ -421,11 +428,7 @@ impl AppState {
             .filter(|f| matches!(f.status, FileStatus::Ready(_)))
             .map(|f| f.id)
             .collect();
-        let b = self
-            .compare_pick
-            .1
-            .filter(|x| ready.contains(x))
-            .or(self.current.filter(|c| ready.contains(c)))?;
+        let b = self.current.filter(|c| ready.contains(c))?;
         let default_a = ready
             .iter()
             .rev()
@@ -433,8 +436,7 @@ impl AppState {
             .or(ready.iter().find(|&&x| x != b));
         let a = self
             .compare_pick
-            .0
-            .filter(|x| ready.contains(x))
+            .filter(|x| ready.contains(x) && *x != b)
             .or(default_a.copied())?;
         (a != b).then_some((a, b))
     }
@@ -510,6 +512,11 @@ impl AppState {
             x1: self.window.map(|w| w.1),
             event: self.event.filter(|_| self.view() == View::State),
             time_axis: self.time_axis,
+            compare_a: self
+                .compare_pair()
+                .filter(|_| self.view() == View::Compare)
+                .and_then(|(a, _)| self.file(a))
+                .map(|f| f.name.clone()),
         }
     }
 
@@ -577,6 +584,16 @@ impl AppState {
             _ => None,
         };
         self.time_axis = h.time_axis;
+        if let Some(a) = &h.compare_a {
+            let id = self
+                .files
+                .iter()
+                .find(|f| &f.name == a && matches!(f.status, FileStatus::Ready(_)))
+                .map(|f| f.id);
+            if id.is_some() {
+                self.compare_pick = id;
+            }
+        }
         self.pending_hash = None;
     }
 }
@@ -821,9 +838,13 @@ impl Reducible for AppState {
             Action::Between(f, b) => s.between = Some((f, b)),
             Action::PickCompare(a_side, f) => {
                 if a_side {
-                    s.compare_pick.0 = Some(f);
-                } else {
-                    s.compare_pick.1 = Some(f);
+                    s.compare_pick = Some(f);
+                } else if s.current != Some(f) {
+                    // B is the current file (the summary strip and the hash's `file`).
+                    let a = s.compare_pair().map(|p| p.0);
+                    s.current = Some(f);
+                    s.reset_view_of_file();
+                    s.compare_pick = a.filter(|&x| x != f).or(s.compare_pick);
                 }
             }
             Action::Compared(a, b, c) => s.compared = Some((a, b, c)),
