@@ -2,17 +2,12 @@
 //! change, then the largest changes by user frame and by ledger class (core's
 //! `analysis::compare`).
 
-use crate::fmt::Bytes;
+use crate::fmt::{signed_bytes, Bytes};
 use memlens_core::analysis::compare::DeviceComparison;
 use std::fmt::Write as _;
 
 /// Changes listed per table.
 const ROWS: usize = 10;
-
-fn signed(b: i64) -> String {
-    let sign = if b < 0 { "-" } else { "+" };
-    format!("{sign}{}", Bytes::from(b.unsigned_abs()))
-}
 
 pub fn peaks_text(devices: &[DeviceComparison]) -> String {
     let mut t = String::new();
@@ -23,7 +18,7 @@ pub fn peaks_text(devices: &[DeviceComparison]) -> String {
             d.device,
             Bytes::from(d.a.timeline_peak_bytes),
             Bytes::from(d.b.timeline_peak_bytes),
-            signed(d.peak_change_bytes),
+            signed_bytes(d.peak_change_bytes),
             d.peak_change_pct
                 .map_or(String::new(), |p| format!(", {p:+.1}%"))
         );
@@ -49,7 +44,7 @@ pub fn peaks_text(devices: &[DeviceComparison]) -> String {
             let _ = writeln!(
                 t,
                 "  {:>11} {:>11} {:>11}  {tag}{}",
-                signed(c.change_bytes),
+                signed_bytes(c.change_bytes),
                 Bytes::from(c.a_bytes).to_string(),
                 Bytes::from(c.b_bytes).to_string(),
                 c.frame
@@ -59,7 +54,7 @@ pub fn peaks_text(devices: &[DeviceComparison]) -> String {
             let _ = writeln!(
                 t,
                 "  {:>11} {:>11} {:>11}  ledger: {}",
-                signed(c.change_bytes),
+                signed_bytes(c.change_bytes),
                 Bytes::from(c.a_bytes).to_string(),
                 Bytes::from(c.b_bytes).to_string(),
                 c.class

@@ -26,6 +26,12 @@ impl From<f64> for Bytes {
     }
 }
 
+/// A change of bytes with its sign: `+4.0MiB`, `-78.1MiB`.
+pub fn signed_bytes(b: i64) -> String {
+    let sign = if b < 0 { "-" } else { "+" };
+    format!("{sign}{}", Bytes::from(b.unsigned_abs()))
+}
+
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Same loop as upstream's `_format_size`: divide by 1024 while |num| ≥ 1024. Rust's `{:.1}`

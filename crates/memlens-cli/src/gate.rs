@@ -2,10 +2,9 @@
 //! --max-peak 20GiB [--max-reserved 24GiB]` exit 1 with one line naming the device, the figures
 //! and the top change when a limit is exceeded, 0 otherwise (2 on bad input, as every command).
 
-use crate::fmt::Bytes;
+use crate::fmt::{signed_bytes, Bytes};
 use crate::load::{load, CliError};
 use memlens_core::analysis::compare::DeviceComparison;
-use memlens_core::analysis::diagnose_device;
 
 /// A limit: bytes, or a percentage of the base.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,11 +65,6 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
-fn signed(b: i64) -> String {
-    let sign = if b < 0 { "-" } else { "+" };
-    format!("{sign}{}", Bytes::from(b.unsigned_abs()))
-}
-
 /// The first device whose peak grew beyond `limit`, as the one line to print.
 pub fn peak_growth_violation(devices: &[DeviceComparison], limit: Limit) -> Option<String> {
     devices.iter().find_map(|d| {
@@ -85,14 +79,20 @@ pub fn peak_growth_violation(devices: &[DeviceComparison], limit: Limit) -> Opti
             .by_frame
             .iter()
             .find(|c| c.change_bytes > 0)
-            .map(|c| format!("; top change {} at {}", signed(c.change_bytes), c.frame))
+            .map(|c| {
+                format!(
+                    "; top change {} at {}",
+                    signed_bytes(c.change_bytes),
+                    c.frame
+                )
+            })
             .unwrap_or_default();
         Some(format!(
             "peak grew beyond the limit on device {}: {} -> {} ({}{}, limit {}){top}",
             d.device,
             Bytes::from(d.a.timeline_peak_bytes),
             Bytes::from(d.b.timeline_peak_bytes),
-            signed(d.peak_change_bytes),
+            signed_bytes(d.peak_change_bytes),
             d.peak_change_pct
                 .map_or(String::new(), |p| format!(", {p:+.1}%")),
             match limit {
@@ -148,9 +148,12 @@ pub fn run_check(a: CheckArgs) -> Result<Option<String>, CliError> {
             _ => None,
         };
         if let Some(w) = what {
-            let diag = diagnose_device(&snap, d.device, &Default::default());
-            let top = diag
-                .peak
+            // Who holds the peak: the allocation table is enough (no state history).
+            let replay = memlens_core::replay::replay_device(&snap, d.device);
+            let event = u32::try_from(d.timeline_peak_event).ok();
+            let mut cx = memlens_core::analysis::ledger::Classifier::new(&snap, d.device);
+            let alive = memlens_core::analysis::alive::alive_at(&replay, &mut cx, event);
+            let top = alive
                 .top
                 .first()
                 .map(|g| {

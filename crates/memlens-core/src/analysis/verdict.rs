@@ -51,20 +51,9 @@ pub struct Verdict {
     pub missing: Vec<String>,
 }
 
-/// Sizes as people write them (binary units).
+/// Sizes as every view writes them ([`crate::layout::axis::format_bytes`]), for byte counts.
 pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    crate::layout::axis::format_bytes(bytes as f64)
 }
 
 fn pct(part: u64, whole: u64) -> String {
