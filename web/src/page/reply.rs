@@ -7,9 +7,6 @@ use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
-use memlens_core::analysis::compare::{Between, Comparison};
-use memlens_core::analysis::icicle::Icicle;
-use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
 use std::rc::Rc;
@@ -46,27 +43,8 @@ pub enum Reply {
     StateEvents(EventColumns),
     /// Always a reply to a state request (an empty frame when its columns were unreadable).
     State(StateFrame),
-    Diagnosis {
-        file: u32,
-        device: u32,
-        diagnosis: DeviceDiagnosis,
-        build_ms: f64,
-    },
-    Icicle {
-        file: u32,
-        device: u32,
-        callers_of: Option<String>,
-        icicle: Icicle,
-    },
-    Between {
-        file: u32,
-        between: Between,
-    },
-    Compare {
-        a: u32,
-        b: u32,
-        comparison: Comparison,
-    },
+    /// A header-only reply (the analysis results) that is already its reducer action.
+    Act(Action),
     Search {
         key: LayoutKey,
         seq: u32,
@@ -194,32 +172,32 @@ impl Reply {
                 device,
                 build_ms,
                 diagnosis,
-            } => Reply::Diagnosis {
+            } => Reply::Act(Action::Diagnosis {
                 file: id,
                 device,
-                diagnosis: *diagnosis,
-                build_ms,
-            },
-            FromWorker::Compare { a, b, comparison } => Reply::Compare {
-                a,
-                b,
-                comparison: *comparison,
-            },
-            FromWorker::Between { id, between } => Reply::Between {
-                file: id,
-                between: *between,
-            },
+                diagnosis: SharedDiagnosis {
+                    diagnosis: Rc::new(*diagnosis),
+                    build_ms,
+                    received_ms: now_ms(),
+                },
+            }),
+            FromWorker::Compare { a, b, comparison } => {
+                Reply::Act(Action::Compared(a, b, Rc::new(*comparison)))
+            }
+            FromWorker::Between { id, between } => {
+                Reply::Act(Action::Between(id, Rc::new(*between)))
+            }
             FromWorker::Icicle {
                 id,
                 device,
                 callers_of,
                 icicle,
-            } => Reply::Icicle {
+            } => Reply::Act(Action::Icicle(SharedIcicle {
                 file: id,
                 device,
                 callers_of,
-                icicle: *icicle,
-            },
+                icicle: Rc::new(*icicle),
+            })),
             FromWorker::Search {
                 id,
                 device,
@@ -273,33 +251,7 @@ impl Reply {
                 ctx,
             },
             Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
-            Reply::Between { file, between } => Action::Between(file, Rc::new(between)),
-            Reply::Compare { a, b, comparison } => Action::Compared(a, b, Rc::new(comparison)),
-            Reply::Icicle {
-                file,
-                device,
-                callers_of,
-                icicle,
-            } => Action::Icicle(SharedIcicle {
-                file,
-                device,
-                callers_of,
-                icicle: Rc::new(icicle),
-            }),
-            Reply::Diagnosis {
-                file,
-                device,
-                diagnosis,
-                build_ms,
-            } => Action::Diagnosis {
-                file,
-                device,
-                diagnosis: SharedDiagnosis {
-                    diagnosis: Rc::new(diagnosis),
-                    build_ms,
-                    received_ms: now_ms(),
-                },
-            },
+            Reply::Act(a) => a,
             Reply::State(f) => Action::StateFrame(Shared(Rc::new(f))),
             Reply::Search {
                 key,
