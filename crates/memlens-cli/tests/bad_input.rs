@@ -70,7 +70,36 @@ fn bad_files(good: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
             b"\x80\x04K\x07.".to_vec(),
             "top-level value is an int",
         ),
+        (
+            "wrong types.json",
+            br#"{"segments": "nope", "device_traces": 5}"#.to_vec(),
+            "not a memory snapshot: no usable segment or trace entry ('segments' is a string, not a list; 'device_traces' is an int, not a list)",
+        ),
+        (
+            "wrong types.pickle",
+            wrong_types_pickle(),
+            "not a memory snapshot: no usable segment or trace entry ('segments' is a string, not a list; 'device_traces' is an int, not a list)",
+        ),
+        (
+            "no trace entries.json",
+            br#"{"segments": [7], "device_traces": [[{"size": 1}], "x"]}"#.to_vec(),
+            "no usable segment or trace entry (segment 0 is an int, not a dict; device_traces[0]: 1 entries are not trace entries",
+        ),
     ]
+}
+
+/// `{"segments": "nope", "device_traces": 5}` as torch would pickle it.
+fn wrong_types_pickle() -> Vec<u8> {
+    let mut w = memlens_core::write::PickleWriter::new(Vec::new(), 4);
+    w.begin_dict();
+    let written = w
+        .str("segments")
+        .and_then(|()| w.str("nope"))
+        .and_then(|()| w.str("device_traces"))
+        .and_then(|()| w.int(5))
+        .and_then(|()| w.end().map(drop));
+    written.unwrap_or_else(|e| panic!("{e}"));
+    w.finish().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -135,6 +164,17 @@ fn every_command_reports_bad_input_in_one_line_and_exits_2() {
     assert!(
         !Path::new(&svg).exists(),
         "no SVG may be written for bad input"
+    );
+    // a partly wrong file opens, its warnings printed
+    let partly = dir.join("partly wrong.json");
+    let seg = r#"{"device": 0, "address": 4096, "total_size": 512, "stream": 0, "segment_type": "small", "blocks": [{"size": 512, "state": "inactive", "address": 4096}]}"#;
+    let doc = format!(r#"{{"segments": [{seg}], "device_traces": 5}}"#);
+    std::fs::write(&partly, doc).unwrap_or_else(|e| panic!("{e}"));
+    let (code, stdout, stderr) = run(&["stats", &partly.to_string_lossy()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("warning: 'device_traces' is an int, not a list; ignored"),
+        "{stdout}"
     );
     // and the good file is fine, so the failures above are about the input
     let (code, _, stderr) = run(&["stats", &good_s]);

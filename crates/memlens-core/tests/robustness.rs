@@ -9,6 +9,7 @@
 
 use memlens_core::model::normalize;
 use memlens_core::raw::{Encoding, PickleMachine, Progress};
+use memlens_core::write::PickleWriter;
 use memlens_core::{load, snapshot_stats, DecodeError, Loader, Snapshot};
 use memlens_fixture::{self as fixture, Form};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -444,11 +445,140 @@ fn deep_nesting_where_the_model_looks_is_harmless() {
         b.extend_from_slice(b"\x94"); // memo 0 = the outermost list
         b.extend_from_slice(b"0}(\x8c\x08segments]h\x00a\x8c\x0ddevice_traces]h\x00a");
         b.extend_from_slice(b"\x8c\x12allocator_settingsh\x00\x8c\x0bhost_tracesh\x00u.");
-        let s = load_and_stats(&b).unwrap_or_else(|e| panic!("{e}"));
-        assert!(s.segments.is_empty() && s.trace.is_empty());
-        assert!(!s.warnings.is_empty());
-        drop(s);
+        // nothing of the right type where the model looks: refused, naming what it found
+        match load_and_stats(&b) {
+            Err(DecodeError::NotASnapshot(m)) => {
+                assert!(m.contains("segment 0 is a list, not a dict"), "{m}")
+            }
+            other => panic!("{:?}", other.map(|s| s.warnings)),
+        }
     });
+}
+
+// ------------------------------------------------------------------ known keys, wrong types
+
+/// `{"segments": .., "device_traces": ..}` as a protocol-4 pickle, each value written by `f`.
+fn pickle_of(
+    segments: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> std::io::Result<()>,
+    traces: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> std::io::Result<()>,
+) -> Vec<u8> {
+    let mut w = PickleWriter::new(Vec::new(), 4);
+    let written = (|| {
+        w.begin_dict();
+        w.str("segments")?;
+        segments(&mut w)?;
+        w.str("device_traces")?;
+        traces(&mut w)?;
+        w.end()?;
+        Ok::<_, std::io::Error>(())
+    })();
+    written.unwrap_or_else(|e| panic!("{e}"));
+    w.finish().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_file_of_known_keys_of_the_wrong_type_is_refused() {
+    let refused: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "JSON string and int",
+            br#"{"segments": "nope", "device_traces": 5}"#.to_vec(),
+            "'segments' is a string, not a list; 'device_traces' is an int, not a list",
+        ),
+        (
+            "pickle string and int",
+            pickle_of(|w| w.str("nope"), |w| w.int(5)),
+            "'segments' is a string, not a list; 'device_traces' is an int, not a list",
+        ),
+        (
+            "JSON lists of the wrong things",
+            br#"{"segments": [1, "x"], "device_traces": [{"a": 1}]}"#.to_vec(),
+            "segment 0 is an int, not a dict; segment 1 is a string, not a dict; device_traces[0] is a dict, not a list",
+        ),
+        (
+            "JSON None and a dict",
+            br#"{"segments": null, "device_traces": {"0": []}}"#.to_vec(),
+            "'segments' is None, not a list",
+        ),
+        (
+            "pickle trace lists without entries",
+            pickle_of(
+                |w| {
+                    w.begin_list();
+                    w.end().map(drop)
+                },
+                |w| {
+                    w.begin_list();
+                    w.begin_list();
+                    w.int(1)?;
+                    w.end()?;
+                    w.end().map(drop)
+                },
+            ),
+            "device_traces[0]: 1 entries are not trace entries",
+        ),
+    ];
+    for (what, bytes, fragment) in &refused {
+        match load_and_stats(bytes) {
+            Err(e @ DecodeError::NotASnapshot(_)) => {
+                let m = e.to_string();
+                assert!(
+                    m.starts_with("not a memory snapshot: no usable segment or trace entry ("),
+                    "{what}: {m}"
+                );
+                assert!(m.contains(fragment), "{what}: want {fragment:?} in {m}");
+                assert_eq!(m.lines().count(), 1, "{what}: {m}");
+            }
+            other => panic!("{what}: {:?}", other.map(|s| s.warnings)),
+        }
+        let chunked = loader_chunks(bytes, Some(bytes.len() as u64), || 3);
+        assert!(
+            matches!(chunked, Err(DecodeError::NotASnapshot(_))),
+            "{what}: Loader"
+        );
+    }
+    // many wrong segments: the first three are named, the rest counted
+    let many = format!(r#"{{"segments": [{}]}}"#, vec!["1"; 50].join(","));
+    match load(many.as_bytes()) {
+        Err(e) => assert!(
+            e.to_string()
+                .ends_with("segment 2 is an int, not a dict; and 47 more)"),
+            "{e}"
+        ),
+        Ok(s) => panic!("{:?}", s.warnings),
+    }
+}
+
+#[test]
+fn a_partly_wrong_file_opens_with_its_warnings() {
+    let seg = r#"{"device": 0, "address": 4096, "total_size": 512, "stream": 0, "segment_type": "small", "blocks": [{"size": 512, "state": "inactive", "address": 4096}]}"#;
+    let entry = r#"{"action": "alloc", "addr": 4096, "size": 512, "stream": 0, "frames": []}"#;
+    let opens = [
+        (
+            format!(r#"{{"segments": [{seg}], "device_traces": 5}}"#),
+            "'device_traces' is an int, not a list; ignored",
+        ),
+        (
+            format!(r#"{{"segments": "nope", "device_traces": [[{entry}]]}}"#),
+            "'segments' is a string, not a list; ignored",
+        ),
+        (
+            format!(r#"{{"segments": [{seg}, 7], "device_traces": [[{entry}], 3]}}"#),
+            "segment 1 is an int, not a dict; skipped",
+        ),
+    ];
+    for (doc, warning) in &opens {
+        let s = load_and_stats(doc.as_bytes()).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        assert!(
+            s.warnings.iter().any(|w| w == warning),
+            "{doc}: {:?}",
+            s.warnings
+        );
+        assert!(!s.segments.is_empty() || !s.trace.is_empty());
+    }
+    // empty, but of the right types: an empty snapshot, no warning
+    let s = load_and_stats(br#"{"segments": [], "device_traces": [[]]}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }
 
 // ------------------------------------------------------------------ memo fan-out

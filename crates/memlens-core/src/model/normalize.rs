@@ -6,6 +6,11 @@
 //! - trace entries without `time_us` (torch ≤ 2.0) or `frames`;
 //! - `oom` entries carrying `device_free` instead of `addr`;
 //! - JSON input, where tuples such as `segment_pool_id` are arrays.
+//!
+//! A value of the wrong type where a layout has a list or a dict is skipped with a warning; a
+//! file where that leaves nothing (no segment and no trace entry, and at least one such
+//! warning: `{"segments": "nope", "device_traces": 5}`) is refused as not a snapshot, its first
+//! problems named. A snapshot that is empty with every key of the right type is not refused.
 
 use super::*;
 use crate::error::DecodeError;
@@ -121,7 +126,7 @@ fn row_list(a: &Arena, v: Val, what: &str, warnings: &mut Vec<String>) -> RowLis
         }
         _ => {
             if v != Val::None {
-                warnings.push(format!("{what} is not a list; ignored"));
+                warnings.push(format!("{what} is {}, not a list; ignored", kind_of(a, v)));
             }
             RowList::Rows(Vec::new())
         }
@@ -169,16 +174,9 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         }
         (Some(top), None, true)
     } else {
-        let what = match top {
-            Val::None => "None",
-            Val::Bool(_) => "a bool",
-            Val::Int(_) => "an int",
-            Val::Float(_) => "a float",
-            Val::Str(_) => "a string",
-            _ => "not a dict or list",
-        };
         return Err(DecodeError::NotASnapshot(format!(
-            "top-level value is {what}"
+            "top-level value is {}",
+            kind_of(&a, top)
         )));
     };
 
@@ -189,7 +187,10 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         let segs: Vec<Val> = match a.seq(sv) {
             Some(i) => i.collect(),
             None => {
-                warnings.push("'segments' is not a list; ignored".into());
+                warnings.push(format!(
+                    "'segments' is {}, not a list; ignored",
+                    kind_of(&a, sv)
+                ));
                 Vec::new()
             }
         };
@@ -197,7 +198,10 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         let _ = segment_type_key;
         for (si, s) in segs.into_iter().enumerate() {
             if !a.is_dict(s) {
-                warnings.push(format!("segment {si} is not a dict; skipped"));
+                warnings.push(format!(
+                    "segment {si} is {}, not a dict; skipped",
+                    kind_of(&a, s)
+                ));
                 continue;
             }
             let address = get_u64(&a, s, "address").unwrap_or(0);
@@ -306,7 +310,10 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
                     lists.push((d as u32, rl));
                 }
             }
-            None => warnings.push("'device_traces' is not a list; ignored".into()),
+            None => warnings.push(format!(
+                "'device_traces' is {}, not a list; ignored",
+                kind_of(&a, tv)
+            )),
         }
     }
     let host_list = if segments_only {
@@ -315,6 +322,12 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         a.get(top, "host_traces")
             .map(|v| row_list(&a, v, "host_traces", &mut warnings))
     };
+
+    let used: usize = lists.iter().map(|(_, l)| l.len()).sum();
+    let host_len = host_list.as_ref().map(|l| l.len()).unwrap_or(0);
+    if segments.is_empty() && used + host_len == 0 && !warnings.is_empty() {
+        return Err(DecodeError::NotASnapshot(nothing_usable(&warnings)));
+    }
 
     let mut rows = std::mem::take(&mut a.rows);
     rows.shrink_to_fit();
@@ -352,8 +365,6 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
             rows: start..next,
         });
     }
-    let used: usize = lists.iter().map(|(_, l)| l.len()).sum();
-    let host_len = host_list.as_ref().map(|l| l.len()).unwrap_or(0);
     let trace;
     let mut host_trace = TraceColumns::default();
     if identity && used == total_rows && host_len == 0 {
@@ -429,6 +440,49 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
     drop(a);
     trace_warnings(&mut snap);
     Ok(snap)
+}
+
+/// What a value is, for messages: "a string", "an int", "a dict", ...
+fn kind_of(a: &Arena, v: Val) -> &'static str {
+    match v {
+        Val::None => "None",
+        Val::Bool(_) => "a bool",
+        Val::Int(_) => "an int",
+        Val::Float(_) => "a float",
+        Val::Str(_) => "a string",
+        Val::Row(_) => "a trace entry",
+        Val::Node(_) => match a.node(v) {
+            Some(Node::Dict(_)) => "a dict",
+            Some(Node::List(_)) | Some(Node::NodeList(_)) | Some(Node::RowRange { .. }) => "a list",
+            Some(Node::Tuple(_)) => "a tuple",
+            Some(Node::BigInt(_)) => "an int",
+            Some(Node::Bytes(_)) => "bytes",
+            Some(Node::Row(_)) => "a trace entry",
+            Some(Node::Stack(_)) | Some(Node::Frame(_)) => "a frame list",
+            None => "not a dict or list",
+        },
+    }
+}
+
+/// The refusal of a file whose known keys held nothing of the right type (no segment, no
+/// trace entry, and at least one key of the wrong shape): its first problems, in one line.
+fn nothing_usable(problems: &[String]) -> String {
+    let mut shown: Vec<&str> = problems.iter().take(3).map(String::as_str).collect();
+    let more = problems.len().saturating_sub(shown.len());
+    let tail = format!("and {more} more");
+    if more > 0 {
+        shown.push(&tail);
+    }
+    format!(
+        "no usable segment or trace entry ({})",
+        shown
+            .iter()
+            .map(|p| p
+                .trim_end_matches("; ignored")
+                .trim_end_matches("; skipped"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 fn list_iter(l: &RowList) -> Box<dyn Iterator<Item = u32> + '_> {
