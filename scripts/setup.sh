@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what memlens needs when it is missing: the wasm32 target, trunk, the wasm-bindgen CLI
 # matching Cargo.lock, rustfmt and clippy, Debian's chromium and firefox-esr and the browser tests'
-# node packages. Idempotent.
+# node packages, and the python package duckdb (the export test reads Parquet with it). Idempotent.
 # Usage: scripts/setup.sh [--no-browser]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,18 @@ if [ -n "$wb" ]; then
     log "installing wasm-bindgen-cli $wb (matches Cargo.lock)"
     cargo install wasm-bindgen-cli --version "$wb" --force
   fi
+fi
+# duckdb for the python3 the tests run (memlens_fixture::python()): pip into it, or, where
+# Debian marks it externally managed, with --break-system-packages (one pure package, no
+# system package depends on it).
+if command -v python3 >/dev/null && ! python3 -c 'import duckdb' 2>/dev/null; then
+  log "installing the python package duckdb"
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null
+  fi
+  python3 -m pip install -q duckdb 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages duckdb
 fi
 if [ "${1:-}" != "--no-browser" ]; then
   if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/firefox-esr ]; then

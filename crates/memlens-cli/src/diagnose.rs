@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
 /// Several files, diagnosed in parallel (`crate::load::map_files`), in the order given; a file
 /// that does not load is reported on stderr and makes the exit status 2.
 fn run_many(files: &[String], opts: &Options, json: bool) -> Result<(), CliError> {
-    let results = crate::load::map_files(files, |_, snap| diagnose(&snap, opts));
+    let results = crate::load::map_files(files, |_, _, snap| diagnose(&snap, opts));
     crate::load::report_files(files, results, |t, file, dx| {
         if json {
             let v = serde_json::json!({ "file": file, "devices": dx.devices });

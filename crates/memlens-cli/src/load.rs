@@ -43,10 +43,11 @@ pub fn load(path: &str) -> Result<Snapshot, CliError> {
 }
 
 /// Loads several files at once on all cores (at most one thread per file) and maps each
-/// snapshot with `f` on the thread that loaded it; results in the order given.
+/// snapshot with `f(position, path, snapshot)` on the thread that loaded it; results in the
+/// order given.
 pub fn map_files<T: Send>(
     files: &[String],
-    f: impl Fn(&str, Snapshot) -> T + Sync,
+    f: impl Fn(usize, &str, Snapshot) -> T + Sync,
 ) -> Vec<Result<T, CliError>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -60,7 +61,7 @@ pub fn map_files<T: Send>(
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(path) = files.get(i) else { break };
-                let r = load(path).map(|s| f(path, s));
+                let r = load(path).map(|s| f(i, path, s));
                 if let Ok(mut g) = slots.lock() {
                     g[i] = Some(r);
                 }

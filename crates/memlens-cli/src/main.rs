@@ -3,6 +3,7 @@
 
 mod compare;
 mod diagnose;
+mod export;
 mod flamegraph;
 mod fmt;
 mod gate;
@@ -47,6 +48,8 @@ enum Cmd {
     Compare(flamegraph::CompareArgs),
     /// CI gate: exit 1 when a snapshot's timeline peak or peak reserved memory exceeds a limit.
     Check(gate::CheckArgs),
+    /// Write snapshots as columnar tables (Parquet: trace, allocations, segments, blocks, frames, stacks, stats) for DuckDB, Polars or Spark.
+    Export(export::Args),
     /// Write a snapshot pickle from a simulated CUDA caching allocator (any size, seeded).
     Synth(synth::Args),
     /// The viewer as one HTML file that opens from disk, or a report with snapshots embedded (like `_memory_viz trace_plot`, offline).
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
         Cmd::Memory(a) => flamegraph::run(flamegraph::Kind::Memory, a),
         Cmd::Compare(a) => gated(flamegraph::run_compare(a)),
         Cmd::Check(a) => gated(gate::run_check(a)),
+        Cmd::Export(a) => export::run(a),
         Cmd::Synth(a) => synth::run(a),
         Cmd::Html(a) => html::run(a),
         Cmd::Serve(a) => serve::run(a),

@@ -75,7 +75,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
 /// Several files, read in parallel (`crate::load::map_files`), reported in the order given; a
 /// file that does not load is reported last on stderr and makes the exit status 2.
 fn run_many(files: &[String], json: bool) -> Result<(), CliError> {
-    let results = crate::load::map_files(files, |_, snap| snapshot_stats(&snap));
+    let results = crate::load::map_files(files, |_, _, snap| snapshot_stats(&snap));
     crate::load::report_files(files, results, |t, file, st| {
         if json {
             let mut v = serde_json::to_value(&st).map_err(|e| CliError(e.to_string()))?;

@@ -1,7 +1,7 @@
 //! Alive at a moment: the allocations live once an event has been applied, grouped by user
 //! frame, by full stack and by ledger class. Each grouping sums exactly to the live total.
 
-use super::frames::{frame_label, BEFORE_TRACE};
+use super::frames::frame_label;
 use super::ledger::{class_rows, ClassRow, Classifier};
 use crate::replay::{EventIdx, Replay};
 use crate::trace::StackId;
@@ -59,7 +59,6 @@ pub fn event_arg(event: Option<EventIdx>) -> i64 {
 /// The allocations alive after `event`, grouped.
 pub fn alive_at(replay: &Replay, cx: &mut Classifier, event: Option<EventIdx>) -> Alive {
     let at = event_arg(event);
-    let before = cx.facts.intern(BEFORE_TRACE);
     let mut groups: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     let mut stacks: FxHashMap<StackId, (u32, u64, u64)> = FxHashMap::default();
     let mut rules = Vec::new();
@@ -67,10 +66,7 @@ pub fn alive_at(replay: &Replay, cx: &mut Classifier, event: Option<EventIdx>) -
     for a in replay.live_at(at) {
         total += a.size_bytes;
         count += 1;
-        let g = match a.alloc_event {
-            None => before,
-            Some(_) => cx.facts.group(cx.s, a.stack),
-        };
+        let g = cx.facts.allocation_group(cx.s, a);
         let e = groups.entry(g).or_default();
         e.0 += a.size_bytes;
         e.1 += 1;

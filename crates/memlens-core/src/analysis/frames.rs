@@ -12,6 +12,7 @@
 
 use crate::flame::frame_is_shown;
 use crate::model::Snapshot;
+use crate::replay::Allocation;
 use crate::trace::{FrameId, StackId};
 use rustc_hash::FxHashMap;
 
@@ -131,6 +132,15 @@ impl StackFacts {
         let g = self.intern(&label);
         self.labels.insert(stack, g);
         g
+    }
+
+    /// The user-frame group of an allocation: [`BEFORE_TRACE`] when the trace has no `alloc`
+    /// for it, else its stack's group.
+    pub fn allocation_group(&mut self, s: &Snapshot, a: &Allocation) -> u32 {
+        match a.alloc_event {
+            None => self.intern(BEFORE_TRACE),
+            Some(_) => self.group(s, a.stack),
+        }
     }
 
     /// The training phase a stack ran in.

@@ -23,6 +23,7 @@ pub mod timeline;
 mod tolerance;
 
 pub use paint::{Painter, RecordingPainter, Style};
+pub use pools::PoolResolver;
 pub use render::{render_overview, render_timeline, RenderOptions, RenderStats, TimeMap, Viewport};
 pub use search::{AddressLabels, Matches, SearchIndex, SearchQuery};
 pub use timeline::{Elements, Marker, MarkerKind, Origin, Region, TimelineKind, TimelineLayout};

@@ -41,7 +41,7 @@ pub(super) fn pair_active(
     let (mut before, mut ghosts) = (Vec::new(), Vec::new());
     for a in &rp.allocations {
         let version = a.version;
-        let pool = pools.index(res.pool_of(a.addr, a.alloc_event.or(a.free_event)));
+        let pool = pools.index(res.pool_of_allocation(a));
         version_pool.push((version, pool));
         match origin_of(a) {
             Origin::Ghost => ghosts.push(tmp_of(a, version, pool)),

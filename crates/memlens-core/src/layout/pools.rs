@@ -22,12 +22,14 @@ use super::elements::{Elements, Origin, Tmp};
 use super::stacking::Stacked;
 use super::tolerance::{piece_tolerance, PIECE_BUDGET};
 use crate::model::Snapshot;
+use crate::replay::Allocation;
 use crate::trace::StackId;
 use crate::trace::{Action, EntryExtra};
 use rustc_hash::FxHashMap;
 
-/// Finds the pool of an address (or of a trace entry) on one device.
-pub(super) struct PoolResolver<'a> {
+/// Finds the pool of an address (or of a trace entry) on one device, by the rule above (also
+/// the pool column of `memlens export`'s allocations).
+pub struct PoolResolver<'a> {
     snap: &'a Snapshot,
     rows_start: u32,
     /// Snapshot segments of the device: (start, end, pool), by start.
@@ -35,7 +37,7 @@ pub(super) struct PoolResolver<'a> {
 }
 
 impl<'a> PoolResolver<'a> {
-    pub(super) fn new(snap: &'a Snapshot, device: u32) -> PoolResolver<'a> {
+    pub fn new(snap: &'a Snapshot, device: u32) -> PoolResolver<'a> {
         let mut segs: Vec<(u64, u64, (i64, i64))> = snap
             .segments
             .iter()
@@ -57,7 +59,7 @@ impl<'a> PoolResolver<'a> {
     }
 
     /// The pool of `addr`, from device-local trace entry `row`'s `pool_id` if it has one.
-    pub(super) fn pool_of(&self, addr: u64, row: Option<u32>) -> Option<(i64, i64)> {
+    pub fn pool_of(&self, addr: u64, row: Option<u32>) -> Option<(i64, i64)> {
         if let Some(r) = row {
             let abs = self.rows_start.saturating_add(r);
             let from_entry = self.snap.trace.extras_of(abs).find_map(|x| match x {
@@ -71,6 +73,11 @@ impl<'a> PoolResolver<'a> {
         let i = self.segs.partition_point(|s| s.0 <= addr);
         let (_, end, pool) = *self.segs.get(i.checked_sub(1)?)?;
         (addr < end).then_some(pool)
+    }
+
+    /// The pool of an allocation: its `alloc` entry's (or, for an unmatched free, its free's).
+    pub fn pool_of_allocation(&self, a: &Allocation) -> Option<(i64, i64)> {
+        self.pool_of(a.addr, a.alloc_event.or(a.free_event))
     }
 }
 
