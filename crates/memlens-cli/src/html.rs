@@ -9,7 +9,7 @@
 //! CSP hash covers); `memlens serve` fills the same slot with URLs.
 
 use crate::fmt::Bytes;
-use crate::load::{load, read_bytes, CliError};
+use crate::load::{load, open, read_bytes, CliError};
 use base64::Engine;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -156,10 +156,9 @@ fn embed(path: &str) -> Result<(Preload, u64), CliError> {
     } else {
         // Decoded first (streaming, the model dropped after), so a report never embeds a file
         // the viewer would refuse; then the file itself is compressed as it is read.
+        // A gzip file is embedded decompressed (then compressed again, as every report is).
         drop(load(path)?);
-        let f = std::fs::File::open(path)
-            .map_err(|e| CliError(format!("cannot read file: {e}: {path}")))?;
-        gzip_base64(io::BufReader::new(f))
+        gzip_base64(open(path)?.0)
     }
     .map_err(|e| CliError(format!("cannot read file: {e}: {path}")))?;
     Ok((Preload::Embedded { name, base64 }, size))

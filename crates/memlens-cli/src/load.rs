@@ -1,8 +1,14 @@
-//! Reading snapshot files at the edge: the file path is appended last to every error.
+//! Reading snapshot files at the edge: the file path is appended last to every error. A
+//! gzip-compressed file (`snap.pickle.gz`, or any name: recognised by its magic bytes) is
+//! decompressed as it is read, for every verb.
 
+use flate2::bufread::MultiGzDecoder;
 use memlens_core::Snapshot;
 use std::fmt;
-use std::io::Read;
+use std::io::{self, BufRead, BufReader, Read};
+
+/// The first two bytes of every gzip member (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// A one-line error for the user.
 #[derive(Debug)]
@@ -14,32 +20,66 @@ impl fmt::Display for CliError {
     }
 }
 
-/// Reads a file (`-` for stdin) fully.
-pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
-    if path == "-" {
-        let mut v = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut v)
-            .map_err(|e| CliError(format!("cannot read stdin: {e}")))?;
-        return Ok(v);
+/// What `r` holds, decompressed when it starts with gzip's magic bytes; the flag says whether it
+/// was compressed.
+pub fn content(r: impl Read + 'static) -> io::Result<(Box<dyn BufRead>, bool)> {
+    let mut br = BufReader::with_capacity(1 << 20, r);
+    let head = br.fill_buf()?;
+    if head.starts_with(&GZIP_MAGIC) {
+        let gz = GzipErrors(MultiGzDecoder::new(br));
+        return Ok((Box::new(BufReader::with_capacity(1 << 20, gz)), true));
     }
-    std::fs::read(path).map_err(|e| CliError(format!("cannot read file: {e}: {path}")))
+    Ok((Box::new(br), false))
+}
+
+/// Says "gzip" in the decompressor's errors ("gzip data damaged or cut short: incomplete
+/// deflate stream").
+struct GzipErrors<R>(R);
+
+impl<R: Read> Read for GzipErrors<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(|e| {
+            if e.kind() == io::ErrorKind::Interrupted {
+                return e;
+            }
+            io::Error::new(e.kind(), format!("gzip data damaged or cut short: {e}"))
+        })
+    }
+}
+
+/// Opens a file (`-` for stdin) for reading its content ([`content`]); with the file's size when
+/// that is the content's size (not compressed, not stdin).
+pub fn open(path: &str) -> Result<(Box<dyn BufRead>, Option<u64>), CliError> {
+    let name = if path == "-" { "<stdin>" } else { path };
+    let err = |e: io::Error| CliError(format!("cannot read file: {e}: {name}"));
+    if path == "-" {
+        return content(io::stdin()).map(|(r, _)| (r, None)).map_err(err);
+    }
+    let f = std::fs::File::open(path).map_err(err)?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(CliError(format!("is a directory, not a snapshot: {path}")));
+    }
+    let len = f.metadata().ok().map(|m| m.len());
+    let (r, gz) = content(f).map_err(err)?;
+    Ok((r, if gz { None } else { len }))
+}
+
+/// Reads a file's content (`-` for stdin; gzip decompressed) fully.
+pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
+    let name = if path == "-" { "<stdin>" } else { path };
+    let (mut r, _) = open(path)?;
+    let mut v = Vec::new();
+    r.read_to_end(&mut v)
+        .map_err(|e| CliError(format!("cannot read file: {e}: {name}")))?;
+    Ok(v)
 }
 
 /// Loads a snapshot, naming the file last on failure. Files are streamed in chunks, so memory
 /// holds the model, not the file.
 pub fn load(path: &str) -> Result<Snapshot, CliError> {
-    if path == "-" {
-        let bytes = read_bytes(path)?;
-        return memlens_core::load(&bytes).map_err(|e| CliError(format!("{e}: <stdin>")));
-    }
-    let f = std::fs::File::open(path)
-        .map_err(|e| CliError(format!("cannot read file: {e}: {path}")))?;
-    let len = f.metadata().ok().map(|m| m.len());
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(CliError(format!("is a directory, not a snapshot: {path}")));
-    }
-    memlens_core::load_reader(f, len).map_err(|e| CliError(format!("{e}: {path}")))
+    let name = if path == "-" { "<stdin>" } else { path };
+    let (r, len) = open(path)?;
+    memlens_core::load_reader(r, len).map_err(|e| CliError(format!("{e}: {name}")))
 }
 
 /// Loads several files at once on all cores (at most one thread per file) and maps each

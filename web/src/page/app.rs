@@ -469,7 +469,7 @@ pub fn app() -> Html {
                         <select data-testid="device-select" onchange={on_select_device}>
                             { for info.devices.iter().map(|d| html! {
                                 <option value={d.device.to_string()} selected={Some(d.device) == device}>
-                                    { format!("cuda:{} ({} trace entries)", d.device, d.trace_entries) }
+                                    { format!("{}:{} ({} trace entries)", info.device_type, d.device, d.trace_entries) }
                                 </option>
                             }) }
                         </select>

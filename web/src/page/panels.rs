@@ -165,8 +165,17 @@ pub struct InfoProps {
 
 #[function_component(SettingsView)]
 pub fn settings_view(p: &InfoProps) -> Html {
+    let conf = p.info.alloc_conf.as_ref().map(|(var, text)| {
+        let text = if text.is_empty() { "(empty: the defaults)" } else { text };
+        html! { <p data-testid="alloc-conf" data-var={var.clone()}><code>{ var }</code>{ " = " }<code>{ text }</code></p> }
+    });
     match &p.info.allocator_settings {
-        Some(s) => html! { <pre class="settings" data-testid="settings">{ s }</pre> },
+        Some(s) => html! {
+            <>
+                { for conf }
+                <pre class="settings" data-testid="settings">{ s }</pre>
+            </>
+        },
         None => {
             html! { <p class="muted" data-testid="settings">{ "No allocator settings found." }</p> }
         }

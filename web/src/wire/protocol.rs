@@ -103,6 +103,13 @@ pub struct FileInfo {
     pub warnings: Vec<String>,
     /// `allocator_settings`, pretty JSON.
     pub allocator_settings: Option<String>,
+    /// The allocator configuration string and its variable (`PYTORCH_CUDA_ALLOC_CONF`, a
+    /// backend's own, or `PYTORCH_ALLOC_CONF`): core's `Snapshot::alloc_conf`.
+    #[serde(default)]
+    pub alloc_conf: Option<(String, String)>,
+    /// `cuda`, `mlu`, ... (core's `Snapshot::device_type`): devices are named `{type}:{n}`.
+    #[serde(default)]
+    pub device_type: String,
     pub decode_ms: f64,
     /// Size of the worker's wasm memory once the model is built (before any layout): what the
     /// loaded snapshot costs the tab, including the decoder's peak (wasm memory never shrinks).

@@ -2,6 +2,7 @@
 //! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
 
+pub mod gunzip;
 pub mod history;
 pub mod search;
 pub mod warm_up;
@@ -264,6 +265,9 @@ fn is_cancelled(st: &Shared, id: u32) -> bool {
 
 async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64), String> {
     let total = blob.size();
+    if crate::worker::gunzip::is_gzip(blob).await {
+        return read_gzip(st, id, blob).await;
+    }
     let mut loader = Loader::new(Some(total as u64));
     let mut buf: Vec<u8> = Vec::new();
     // The browser reads the next chunks while this one is decoded (READS_AHEAD in flight), so the
@@ -307,6 +311,31 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
             done: end,
             total,
         });
+    }
+    Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
+}
+
+/// [`read_blob`] for a gzip file: decompressed as it is read (`crate::worker::gunzip`), the
+/// progress in compressed bytes.
+async fn read_gzip(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64), String> {
+    let total = blob.size();
+    let mut loader = Loader::new(None);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut posted = 0.0;
+    crate::worker::gunzip::gunzip_blob(blob, chunk_bytes(total), |arr, done| {
+        if is_cancelled(st, id) {
+            return Ok(false);
+        }
+        push_js(&mut loader, &mut buf, arr)?;
+        if done > posted {
+            posted = done;
+            post(&FromWorker::Progress { id, done, total });
+        }
+        Ok(true)
+    })
+    .await?;
+    if is_cancelled(st, id) {
+        return Err("cancelled".into());
     }
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
 }
@@ -370,6 +399,10 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
             .allocator_settings
             .as_ref()
             .and_then(|v| serde_json::to_string_pretty(v).ok()),
+        alloc_conf: snap
+            .alloc_conf()
+            .map(|c| (c.var.to_string(), c.text.to_string())),
+        device_type: snap.device_type(),
         decode_ms,
         model_memory_bytes: wasm_memory_bytes(),
         memory_before_bytes: memory_before,

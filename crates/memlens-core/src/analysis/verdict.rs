@@ -64,15 +64,6 @@ fn class_bytes(rows: &[ClassRow], c: Class) -> u64 {
     rows.iter().find(|r| r.class == c).map_or(0, |r| r.bytes)
 }
 
-fn expandable(s: &Snapshot) -> bool {
-    s.allocator_settings
-        .as_ref()
-        .and_then(|v| v.get("expandable_segments"))
-        .is_some_and(|v| {
-            v.as_bool() == Some(true) || v.as_str() == Some("True") || v.as_i64() == Some(1)
-        })
-}
-
 /// `max_split_size_mb` from the data: the request to protect (the failing one, else the largest
 /// live allocation at the peak) in MiB, rounded down to a power of two, at least 32.
 fn max_split_mb(request_bytes: u64) -> u64 {
@@ -81,8 +72,12 @@ fn max_split_mb(request_bytes: u64) -> u64 {
 }
 
 fn expandable_fix(s: &Snapshot, why: &str) -> Option<String> {
-    (!expandable(s))
-        .then(|| format!("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: {why}."))
+    (!s.expandable_segments()).then(|| {
+        format!(
+            "Set {}=expandable_segments:True: {why}.",
+            s.alloc_conf_var()
+        )
+    })
 }
 
 fn too_much_fixes(d: &DeviceDiagnosis, s: &Snapshot) -> Vec<String> {
@@ -131,7 +126,8 @@ fn frag_fixes(s: &Snapshot, request_bytes: u64) -> Vec<String> {
     }
     let n = max_split_mb(request_bytes);
     f.push(format!(
-        "Or set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:{n}: blocks of {n} MiB and more are then never split for smaller requests, so a {} request finds whole free blocks instead of holes between live tensors.",
+        "Or set {}=max_split_size_mb:{n}: blocks of {n} MiB and more are then never split for smaller requests, so a {} request finds whole free blocks instead of holes between live tensors.",
+        s.alloc_conf_var(),
         human(request_bytes)
     ));
     f

@@ -2,6 +2,7 @@
 //! only code that knows legacy layouts; nothing after it checks torch versions.
 
 pub mod normalize;
+pub mod settings;
 pub mod stats;
 
 use crate::raw::{Encoding, Val};

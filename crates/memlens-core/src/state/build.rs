@@ -54,19 +54,9 @@ struct SplitRule {
 
 impl SplitRule {
     fn from_settings(s: &Snapshot) -> SplitRule {
-        let st = s.allocator_settings.as_ref();
-        let max_split_bytes = st
-            .and_then(|v| v.get("max_split_size"))
-            .and_then(|v| v.as_i64())
-            .filter(|&v| v > 0)
-            .map_or(u64::MAX, |v| v as u64);
-        let expandable = st
-            .and_then(|v| v.get("expandable_segments"))
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false);
         SplitRule {
-            max_split_bytes,
-            expandable,
+            max_split_bytes: s.max_split_bytes().unwrap_or(u64::MAX),
+            expandable: s.expandable_segments(),
         }
     }
 
