@@ -46,6 +46,7 @@ const COMMITTED: &[&str] = &[
     "json_snapshot",
     "trace_plot_html",
     "segment_plot_html_p5",
+    "annotated",
 ];
 
 fn build(name: &str, text: &str) -> (Vec<u8>, &'static str) {

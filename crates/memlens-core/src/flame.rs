@@ -27,7 +27,7 @@
 use crate::model::stats::device_stats;
 use crate::model::{BlockState, Segment, Snapshot};
 use crate::replay::replay_device;
-use crate::trace::{Frame, StackId};
+use crate::trace::{Frame, FrameId, StackId};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -67,6 +67,31 @@ const OMIT_FILENAMES: [&str; 10] = [
 pub fn frame_is_shown(name: &str, filename: &str) -> bool {
     !OMIT_FUNCTIONS.iter().any(|o| name.contains(o))
         && !OMIT_FILENAMES.iter().any(|o| filename.contains(o))
+}
+
+/// Whether a filename is the user's Python (ends in `.py`, no `torch` path component).
+pub fn is_user_file(filename: &str) -> bool {
+    filename.ends_with(".py") && !filename.split(['/', '\\']).any(|c| c == "torch")
+}
+
+/// The user frame of a stack (the rule `crate::analysis::frames` describes: the first
+/// frame of the user's Python, else the first frame the filter shows, else the first); `None` for an empty stack.
+pub fn user_frame(s: &Snapshot, stack: StackId) -> Option<FrameId> {
+    let frames = s.stacks.get(stack);
+    frames
+        .iter()
+        .copied()
+        .find(|&f| {
+            s.frame(f)
+                .is_some_and(|fr| is_user_file(s.str(fr.filename)))
+        })
+        .or_else(|| {
+            frames.iter().copied().find(|&f| {
+                s.frame(f)
+                    .is_some_and(|fr| frame_is_shown(s.str(fr.name), s.str(fr.filename)))
+            })
+        })
+        .or_else(|| frames.first().copied())
 }
 
 /// Upstream `_frame_fmt`: `basename:line:name`, made safe for one folded level.

@@ -17,4 +17,5 @@ pub mod overview;
 pub mod panels;
 pub mod reply;
 pub mod search;
+pub mod stack_frames;
 pub mod timeline;

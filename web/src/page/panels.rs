@@ -129,7 +129,7 @@ pub fn stack_panel(p: &StackProps) -> Html {
                     if c.frames.is_empty() {
                         <p class="ctx-note">{ NO_FRAMES_REASON }</p>
                     } else {
-                        <pre class="frames" data-testid="frames">{ c.frames.join("\n") }</pre>
+                        <crate::page::stack_frames::StackFrames context={c.clone()} />
                     }
                     if c.hidden_frames > 0 {
                         <div class="muted">{ format!("{} interpreter/dispatcher frame{} hidden (tick “full stack” to see {})", c.hidden_frames, if c.hidden_frames == 1 { "" } else { "s" }, if c.hidden_frames == 1 { "it" } else { "them" }) }</div>

@@ -10,7 +10,7 @@
 //! `filename:line:name` with the filename as recorded. An empty stack is [`NO_STACK`]; an
 //! allocation with no `alloc` entry is [`BEFORE_TRACE`] (decided by the caller, not here).
 
-use crate::flame::frame_is_shown;
+pub use crate::flame::{is_user_file, user_frame};
 use crate::model::Snapshot;
 use crate::replay::Allocation;
 use crate::trace::{FrameId, StackId};
@@ -42,30 +42,6 @@ pub fn frame_label(s: &Snapshot, f: FrameId) -> String {
         Some(fr) => format!("{}:{}:{}", s.str(fr.filename), fr.line, s.str(fr.name)),
         None => NO_STACK.to_string(),
     }
-}
-
-/// Whether a filename is the user's Python (ends in `.py`, no `torch` path component).
-pub fn is_user_file(filename: &str) -> bool {
-    filename.ends_with(".py") && !filename.split(['/', '\\']).any(|c| c == "torch")
-}
-
-/// The user frame of a stack (see the module docs); `None` for an empty stack.
-pub fn user_frame(s: &Snapshot, stack: StackId) -> Option<FrameId> {
-    let frames = s.stacks.get(stack);
-    frames
-        .iter()
-        .copied()
-        .find(|&f| {
-            s.frame(f)
-                .is_some_and(|fr| is_user_file(s.str(fr.filename)))
-        })
-        .or_else(|| {
-            frames.iter().copied().find(|&f| {
-                s.frame(f)
-                    .is_some_and(|fr| frame_is_shown(s.str(fr.name), s.str(fr.filename)))
-            })
-        })
-        .or_else(|| frames.first().copied())
 }
 
 fn frame_phase(file: &str, name: &str) -> Phase {

@@ -5,7 +5,7 @@
 use super::axis::format_bytes;
 use super::timeline::{Origin, TimelineKind, TimelineLayout};
 use crate::model::Snapshot;
-use crate::trace::{Action, EntryExtra, StackId};
+use crate::trace::{EntryExtra, StackId};
 use serde::{Deserialize, Serialize};
 
 /// Whether upstream's filter keeps a frame (one filter for the CLI and the viewer: `flame`).
@@ -33,6 +33,24 @@ pub struct ElementContext {
     /// Frames the filter hid (0 when `full`).
     pub hidden_frames: usize,
     pub forward_frames: Vec<String>,
+    /// Per line of `frames` (same length): what the stack panel needs to lead with the user's
+    /// code.
+    #[serde(default)]
+    pub frame_info: Vec<FrameInfo>,
+}
+
+/// One line of [`ElementContext::frames`] as the stack panel shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameInfo {
+    /// The frame's file as recorded (empty on a `<repeats N times>` line).
+    pub file: String,
+    /// `file` after the last `site-packages/` (or `dist-packages/`), else without the
+    /// directories all of the stack's other files share ([`short_paths`]).
+    pub short_file: String,
+    /// A C++ or interpreter frame (not Python source): the panel folds runs of them.
+    pub native: bool,
+    /// The stack's user frame (`crate::flame::user_frame`, the analysis's rule).
+    pub user: bool,
 }
 
 /// Describes element `e` of `layout` (built from `snap` for `device`).
@@ -121,20 +139,8 @@ pub fn element_context(
         }
     }
     // `annotate` events on this allocation while it was alive (torch ≥ 2.15).
-    let (s, en) = (
-        el.start_x.get(e).copied().unwrap_or(0),
-        el.end_x.get(e).copied().unwrap_or(0),
-    );
-    for (i, r) in rows.clone().enumerate() {
-        let x = i as u32 + 1;
-        if x < s || x >= en {
-            continue;
-        }
-        let r = r as usize;
-        if t.action.get(r) == Some(&Action::Annotate) && t.addr.get(r) == Some(&addr) {
-            let text = t.user_metadata.get(r).map(|s| snap.str(*s)).unwrap_or("");
-            notes.push(format!("Annotation (event {i}): {text}"));
-        }
+    for (event, text) in annotations(layout, e) {
+        notes.push(format!("Annotation (event {event}): {text}"));
     }
     let mut forward_frames = Vec::new();
     if let Some(a) = abs(src_row) {
@@ -144,7 +150,11 @@ pub fn element_context(
             }
         }
     }
-    let (frames, hidden_frames) = format_frames(snap, stack, full);
+    let StackLines {
+        frames,
+        hidden: hidden_frames,
+        info: frame_info,
+    } = format_frames(snap, stack, full);
     Some(ElementContext {
         label: format!("{prefix}'{addr:x}_{version}"),
         size_bytes: size,
@@ -158,6 +168,7 @@ pub fn element_context(
         frames,
         hidden_frames,
         forward_frames,
+        frame_info,
     })
 }
 
@@ -213,40 +224,122 @@ fn envelope_context(layout: &TimelineLayout, e: usize) -> ElementContext {
     }
 }
 
+/// A stack's lines for the panel: the text, how many frames the filter hid, and per line its
+/// [`FrameInfo`].
+#[derive(Debug, Default)]
+pub struct StackLines {
+    pub frames: Vec<String>,
+    pub hidden: usize,
+    pub info: Vec<FrameInfo>,
+}
+
+/// Python source (`.py`, or generated code such as `<eval_with_key>.3`); the rest (C++
+/// files, `??`, the interpreter's `.c` files) is native.
+pub fn is_python_file(file: &str) -> bool {
+    file.ends_with(".py") || file.starts_with('<')
+}
+
 /// Frames of a stack as `file:line:name`, filtered unless `full`, consecutive repeats elided.
-pub fn format_frames(snap: &Snapshot, stack: StackId, full: bool) -> (Vec<String>, usize) {
-    let mut lines: Vec<String> = Vec::new();
+pub fn format_frames(snap: &Snapshot, stack: StackId, full: bool) -> StackLines {
+    let user = crate::flame::user_frame(snap, stack);
+    let mut lines: Vec<(String, FrameInfo)> = Vec::new();
     let mut hidden = 0usize;
-    for f in snap
-        .stacks
-        .get(stack)
-        .iter()
-        .filter_map(|&id| snap.frame(id))
-    {
+    for &id in snap.stacks.get(stack) {
+        let Some(f) = snap.frame(id) else { continue };
         let (file, name) = (snap.str(f.filename), snap.str(f.name));
         if !full && !frame_shown(file, name) {
             hidden += 1;
             continue;
         }
-        lines.push(format!("{file}:{}:{name}", f.line));
+        let info = FrameInfo {
+            file: file.to_string(),
+            short_file: String::new(),
+            native: !is_python_file(file),
+            user: Some(id) == user,
+        };
+        lines.push((format!("{file}:{}:{name}", f.line), info));
     }
-    (elide_repeats(lines), hidden)
+    let short = short_paths(
+        &lines
+            .iter()
+            .map(|(_, i)| i.file.as_str())
+            .collect::<Vec<_>>(),
+    );
+    for ((_, i), s) in lines.iter_mut().zip(short) {
+        i.short_file = s;
+    }
+    let (frames, info) = elide_repeats(lines, |i| FrameInfo {
+        native: i.native,
+        ..FrameInfo::default()
+    })
+    .into_iter()
+    .unzip();
+    StackLines {
+        frames,
+        hidden,
+        info,
+    }
 }
 
-/// `a a a b` → `a`, `<repeats 2 times>`, `b` (upstream's `elideRepeats`).
-pub fn elide_repeats(lines: Vec<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(lines.len());
-    let mut i = 0;
-    while i < lines.len() {
-        let mut j = i + 1;
-        while j < lines.len() && lines[j] == lines[i] {
-            j += 1;
+/// Files shortened for display: the part after the last `site-packages/` or `dist-packages/`;
+/// else, for Python files with a directory, without the directories all such files share
+/// (when they share more than the root). C++ files keep their (build-relative) paths.
+pub fn short_paths(files: &[&str]) -> Vec<String> {
+    fn after_packages(f: &str) -> Option<&str> {
+        ["site-packages/", "dist-packages/"]
+            .iter()
+            .filter_map(|p| f.rfind(p).map(|i| &f[i + p.len()..]))
+            .min_by_key(|s| s.len())
+    }
+    let rest: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|f| is_python_file(f) && f.contains('/') && after_packages(f).is_none())
+        .collect();
+    let mut prefix = rest.first().map_or(0, |f| f.len());
+    for f in rest.iter().skip(1) {
+        let first = rest.first().copied().unwrap_or("");
+        prefix = prefix.min(
+            first
+                .bytes()
+                .zip(f.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
+    }
+    // Cut at a directory boundary, keeping more than the root.
+    let dir = rest
+        .first()
+        .and_then(|f| f.get(..prefix))
+        .and_then(|p| p.rfind('/'))
+        .filter(|&i| i > 0)
+        .map_or(0, |i| i + 1);
+    files
+        .iter()
+        .map(|f| match after_packages(f) {
+            Some(s) => s.to_string(),
+            None if dir > 0 && rest.contains(f) => f.get(dir..).unwrap_or(f).to_string(),
+            None => f.to_string(),
+        })
+        .collect()
+}
+
+/// `a a a b` → `a`, `<repeats 2 times>`, `b` (upstream's `elideRepeats`), each line with its
+/// value; a repeats line gets `repeat(value)`.
+pub fn elide_repeats<T>(lines: Vec<(String, T)>, repeat: impl Fn(&T) -> T) -> Vec<(String, T)> {
+    let mut out: Vec<(String, T)> = Vec::with_capacity(lines.len());
+    let mut it = lines.into_iter().peekable();
+    while let Some((text, v)) = it.next() {
+        let mut n = 0;
+        while it.peek().is_some_and(|(t, _)| *t == text) {
+            it.next();
+            n += 1;
         }
-        out.push(lines[i].clone());
-        if j - i > 1 {
-            out.push(format!("<repeats {} times>", j - i - 1));
+        let r = (n > 0).then(|| repeat(&v));
+        out.push((text, v));
+        if let Some(r) = r {
+            out.push((format!("<repeats {n} times>"), r));
         }
-        i = j;
     }
     out
 }
@@ -293,11 +386,33 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
         Origin::Ghost => " (ghost block: allocated before the trace)",
         _ => "",
     };
-    Some(format!(
+    let mut text = format!(
         "{prefix}'{addr:x}_{version} {} ({size} bytes){note}\nalive {from} → {to}, stream {}{pool}",
         format_bytes(size as f64),
         el.stream.get(e)?
-    ))
+    );
+    for (_, a) in annotations(layout, e) {
+        text.push_str("\nannotation: ");
+        text.push_str(a);
+    }
+    Some(text)
+}
+
+/// The `annotate` entries naming element `e` while it was alive (its address, inside its
+/// span): (event index, text).
+pub fn annotations(layout: &TimelineLayout, e: usize) -> impl Iterator<Item = (u32, &str)> {
+    let el = &layout.elements;
+    let addr = el.addr.get(e).copied();
+    let span = el.start_x.get(e).copied().unwrap_or(0)..el.end_x.get(e).copied().unwrap_or(0);
+    layout
+        .markers
+        .iter()
+        .filter_map(move |m| match &m.annotates {
+            Some((a, text)) if Some(*a) == addr && span.contains(&m.x) => {
+                Some((m.x.saturating_sub(1), text.as_str()))
+            }
+            _ => None,
+        })
 }
 
 #[cfg(test)]
@@ -306,12 +421,40 @@ mod tests {
 
     #[test]
     fn repeats_are_elided() {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let v = |s: &[&str]| s.iter().map(|x| (x.to_string(), 1)).collect::<Vec<_>>();
+        let elided = elide_repeats(v(&["a", "a", "a", "b", "a"]), |_| 0);
+        let text: Vec<&str> = elided.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(text, ["a", "<repeats 2 times>", "b", "a"]);
+        assert_eq!(elided.get(1).map(|(_, x)| *x), Some(0));
+        assert!(elide_repeats(v(&[]), |_| 0).is_empty());
+    }
+
+    #[test]
+    fn paths_are_shortened() {
+        let files = [
+            "c10/cuda/CUDACachingAllocator.cpp",
+            "/home/u/proj/src/train.py",
+            "/home/u/proj/src/model/net.py",
+            "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py",
+            "??",
+            "",
+        ];
         assert_eq!(
-            elide_repeats(v(&["a", "a", "a", "b", "a"])),
-            v(&["a", "<repeats 2 times>", "b", "a"])
+            short_paths(&files),
+            [
+                "c10/cuda/CUDACachingAllocator.cpp",
+                "train.py",
+                "model/net.py",
+                "torch/nn/modules/module.py",
+                "??",
+                ""
+            ]
         );
-        assert_eq!(elide_repeats(v(&[])), v(&[]));
+        // A lone path loses its directories; paths sharing only the root keep theirs.
+        assert_eq!(short_paths(&["/a/b/c.py"]), ["c.py"]);
+        assert_eq!(short_paths(&["/a/x.py", "/b/y.py"]), ["/a/x.py", "/b/y.py"]);
+        assert!(is_python_file("x.py") && is_python_file("<eval_with_key>.3"));
+        assert!(!is_python_file("CUDACachingAllocator.cpp") && !is_python_file("??"));
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub struct Marker {
     pub x: u32,
     pub kind: MarkerKind,
     pub label: String,
+    /// An `annotate` entry's allocation address and text (`user_metadata`): the tooltip of
+    /// that allocation shows it.
+    #[serde(default)]
+    pub annotates: Option<(u64, String)>,
 }
 
 /// An `external_annotations` START/END pair (e.g. `ProfilerStep#3`) mapped onto the x axis.
@@ -71,12 +75,14 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
                         "OOM at event {i}: requested {}{free}",
                         super::axis::format_bytes(size as f64)
                     ),
+                    annotates: None,
                 });
             }
             Action::Snapshot => out.push(Marker {
                 x,
                 kind: MarkerKind::Snapshot,
                 label: format!("snapshot at event {i}"),
+                annotates: None,
             }),
             Action::Annotate => {
                 let text = t
@@ -84,10 +90,12 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
                     .get(r as usize)
                     .map(|s| snap.str(*s))
                     .unwrap_or("");
+                let addr = t.addr.get(r as usize).copied().unwrap_or(0);
                 out.push(Marker {
                     x,
                     kind: MarkerKind::Annotate,
                     label: format!("annotate at event {i}: {text}"),
+                    annotates: Some((addr, text.to_string())),
                 });
             }
             _ => {}
