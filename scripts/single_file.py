@@ -70,6 +70,10 @@ def main():
     app_wasm_name = attr(r'data-memlens-wasm="([^"]+)"', "the app's wasm (boot.js tag)")
     css_name = attr(r'<link rel="stylesheet" href="([^"]+)"', "the stylesheet")
     title = attr(r"<title>([^<]*)</title>", "the title")
+    m = re.search(r'<link rel="icon"[^>]*/>', index)
+    if not m:
+        fail(f"the icon link not found in {dist}/index.html")
+    icon = m.group(0)
     shim = read(os.path.join(dist, "memlens-worker_loader.js"), "r")
     m = re.fullmatch(r'\s*importScripts\("([^"]+)"\);\s*wasm_bindgen\("([^"]+)"\);\s*', shim)
     if not m:
@@ -111,6 +115,7 @@ def main():
         f'<meta http-equiv="Content-Security-Policy" content="{csp}" />\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1" />\n',
         f"<title>{title}</title>\n",
+        icon + "\n",
         f"<style>{css}</style>\n",
         PRELOAD_SLOT + "\n",
         data_block("memlens-worker-js", read(os.path.join(dist, worker_js_name))),

@@ -8,10 +8,11 @@ use crate::page::app_state::{Action, AppState, View};
 use crate::page::bridge::Bridge;
 use crate::page::event_list::{EventList, ROW_PX};
 use crate::page::history_canvas::{self, Hit, MapGeometry, Marks, Transform};
-use crate::page::panels::StackPanel;
+use crate::page::panels::{metric_title, StackPanel};
 use crate::wire::clock::now_ms;
 use crate::wire::history::{format_size, EventColumns, Shared, StateFrame};
 use memlens_core::layout::axis::format_bytes;
+use memlens_core::model::glossary::{definition, RESERVED_MINUS_ALLOCATED};
 use memlens_core::model::BlockState;
 use memlens_core::state::{OomNumbers, StateNumbers};
 use memlens_core::trace::Action as TraceAction;
@@ -160,7 +161,8 @@ struct Drag {
 
 fn metric(key: &'static str, name: &'static str, v: u64) -> Html {
     html! {
-        <div class="metric" data-metric={format!("state_{key}")} data-value={v.to_string()} title={format!("{v} bytes")}>
+        <div class="metric" data-metric={format!("state_{key}")} data-value={v.to_string()}
+            data-definition={definition(key)} title={metric_title(key, &format!("{v} bytes"))}>
             <span class="metric-name">{ name }</span>
             <span class="metric-value">{ format_bytes(v as f64) }</span>
         </div>
@@ -210,21 +212,23 @@ fn numbers_html(n: &StateNumbers, event: Option<u32>) -> Html {
             { metric("active_bytes", "Active", n.active_bytes) }
             { metric("reserved_bytes", "Reserved", n.reserved_bytes) }
             { metric("inactive_split_bytes", "Inactive split", n.inactive_split_bytes) }
+            { metric(RESERVED_MINUS_ALLOCATED, "Reserved − allocated", n.reserved_bytes.saturating_sub(n.allocated_bytes)) }
             { metric("largest_free_block_bytes", "Largest free block", n.largest_free_block_bytes) }
             <div class="metric" data-metric="state_fragmentation_pct" data-value={format!("{:.4}", n.fragmentation_pct)}
-                title="1 − largest free block / all free bytes in segments">
+                data-definition={definition("fragmentation_pct")} title={metric_title("fragmentation_pct", &format!("{:.4} %", n.fragmentation_pct))}>
                 <span class="metric-name">{ "Fragmentation" }</span>
                 <span class="metric-value">{ format!("{:.1} %", n.fragmentation_pct) }</span>
             </div>
             { metric("pending_free_bytes", "Pending free", n.pending_free_bytes) }
             { metric("rounding_waste_bytes", "Rounding waste", n.rounding_waste_bytes) }
-            <div class="metric" data-metric="state_segments" data-value={n.segments.to_string()}>
+            <div class="metric" data-metric="state_segments" data-value={n.segments.to_string()}
+                data-definition={definition("segments")} title={metric_title("segments", &format!("{} segments, {} blocks", n.segments, n.blocks))}>
                 <span class="metric-name">{ "Segments / blocks" }</span>
                 <span class="metric-value">{ format!("{} / {}", n.segments, n.blocks) }</span>
             </div>
             if n.unplaced_allocations > 0 {
                 <div class="metric" data-metric="state_unplaced_allocations" data-value={n.unplaced_allocations.to_string()}
-                    title="allocations the trace frees that no segment of the time can hold">
+                    data-definition={definition("unplaced_allocations")} title={metric_title("unplaced_allocations", &n.unplaced_allocations.to_string())}>
                     <span class="metric-name">{ "Unplaced" }</span>
                     <span class="metric-value">{ format!("{} ({})", n.unplaced_allocations, format_bytes(n.unplaced_requested_bytes as f64)) }</span>
                 </div>

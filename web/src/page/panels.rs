@@ -4,6 +4,7 @@
 use crate::wire::protocol::FileInfo;
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::context::{ElementContext, NO_FRAMES_REASON};
+use memlens_core::model::glossary::{definition, RESERVED_MINUS_ALLOCATED};
 use memlens_core::DeviceStats;
 use yew::prelude::*;
 
@@ -14,7 +15,7 @@ pub struct SummaryProps {
 
 /// `(key, name, value, is_bytes)` in display order; keys are the page contract's
 /// `data-metric`s (the field names of `memlens stats --json`).
-fn metrics(s: &DeviceStats) -> [(&'static str, &'static str, i128, bool); 8] {
+fn metrics(s: &DeviceStats) -> [(&'static str, &'static str, i128, bool); 9] {
     [
         ("reserved_bytes", "Reserved", s.reserved_bytes.into(), true),
         (
@@ -54,7 +55,21 @@ fn metrics(s: &DeviceStats) -> [(&'static str, &'static str, i128, bool); 8] {
             s.trace_entries.into(),
             false,
         ),
+        (
+            RESERVED_MINUS_ALLOCATED,
+            "Reserved − allocated",
+            i128::from(s.reserved_bytes) - i128::from(s.allocated_bytes),
+            true,
+        ),
     ]
+}
+
+/// A metric's hover text: its definition (core's glossary), then the exact value.
+pub fn metric_title(key: &str, exact: &str) -> String {
+    match definition(key) {
+        Some(d) => format!("{d}\n({exact})"),
+        None => exact.to_string(),
+    }
 }
 
 #[function_component(SummaryStrip)]
@@ -65,7 +80,8 @@ pub fn summary_strip(p: &SummaryProps) -> Html {
             { for metrics(s).into_iter().map(|(key, name, v, bytes)| {
                 let text = if bytes { format_bytes(v as f64) } else { v.to_string() };
                 html! {
-                    <div class="metric" data-metric={key} data-value={v.to_string()} title={format!("{v}")}>
+                    <div class="metric" data-metric={key} data-value={v.to_string()}
+                        data-definition={definition(key)} title={metric_title(key, &v.to_string())}>
                         <span class="metric-name">{ name }</span>
                         <span class="metric-value">{ text }</span>
                     </div>

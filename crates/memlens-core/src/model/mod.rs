@@ -1,6 +1,7 @@
 //! Stage 2, model: one immutable, columnar, interned view of a snapshot. [`normalize`] is the
 //! only code that knows legacy layouts; nothing after it checks torch versions.
 
+pub mod glossary;
 pub mod normalize;
 pub mod settings;
 pub mod stats;

@@ -1,0 +1,229 @@
+// The daily-use details of the viewer, end to end in headless Chromium:
+// - a gzip-compressed snapshot (made here from a real one, and from a fixture under a plain
+//   name) opens directly and shows the same summary as the pickle (`memlens stats --json`);
+// - the `annotated` fixture (tests/fixtures/annotated.txt): `annotate` texts in the tooltip and
+//   the stack panel of the allocation they name and as markers; `compile_context` and
+//   `user_metadata` in the panel; the user's frame first and highlighted, C++ frames folded into
+//   one line that opens on click, site-packages and project paths shortened with the full line on
+//   hover, the copy-stack button; the MLU backend's settings variable and device names;
+// - every number of the summary strip and the state view has a hover definition;
+// - the page's icon is inline, so no request fails.
+// Screenshots go to tests/out/panel-*.png.
+//
+// Env: MEMLENS_BIN (default: <target>/release/memlens), CHROMIUM, MEMLENS_DIST as in
+// viewer.test.mjs.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
+const OUT = path.join(ROOT, 'tests/out');
+const SNAPS = path.resolve(ROOT, '../shared/snapshots');
+const FIXTURES = path.join(ROOT, 'tests/fixtures/bin');
+const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
+const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
+const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
+const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
+  'largest_free_block_bytes', 'timeline_peak_bytes', 'peak_reserved_bytes', 'trace_entries'];
+
+let server, base, context, page, scratch;
+const pageErrors = [];
+
+function stats(file) {
+  if (!fs.existsSync(MEMLENS)) {
+    throw new Error(`${MEMLENS} is missing: run \`cargo build --release -p memlens-cli\` first`);
+  }
+  return JSON.parse(execFileSync(MEMLENS, ['stats', '--json', file], { maxBuffer: 1 << 28 }).toString());
+}
+
+function defaultDevice(st) {
+  let best = null;
+  for (const d of st.devices) if (best === null || d.trace_entries > best.trace_entries) best = d;
+  return best;
+}
+
+async function summary() {
+  return page.evaluate(() => {
+    const s = document.querySelector('[data-testid=summary]');
+    if (!s) return null;
+    const m = {};
+    for (const e of s.querySelectorAll('[data-metric]')) m[e.dataset.metric] = e.dataset.value;
+    return { device: s.dataset.device, metrics: m };
+  });
+}
+
+async function waitShown(name, timeout = 60000) {
+  await page.waitForFunction((n) => {
+    const r = document.getElementById('memlens');
+    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset.exactPaintMs;
+  }, name, { timeout });
+}
+
+async function openFile(file) {
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitShown(path.basename(file));
+}
+
+/** Moves over the plot until the tooltip matches `re`; returns that point. */
+async function findBand(re = /./) {
+  const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+  for (const fy of [0.95, 0.9, 0.85, 0.75, 0.6, 0.45, 0.3]) {
+    for (let fx = 0.06; fx < 0.99; fx += 0.02) {
+      const x = box.x + box.width * fx;
+      const y = box.y + box.height * fy;
+      await page.mouse.move(x, y);
+      const tip = page.locator('[data-testid=tooltip]');
+      if (await tip.count() && re.test(await tip.textContent())) return { x, y };
+    }
+  }
+  return null;
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `bash scripts/serve.sh --build` first');
+  fs.mkdirSync(OUT, { recursive: true });
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-panel-'));
+  ({ server, base } = await serveDist(DIST, '/memlens/'));
+  context = await launchChromium({ width: 1400, height: 860 });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base.replace(/\/memlens\/$/, '') });
+  page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await page.goto(base);
+  await page.waitForSelector('#memlens[data-state=empty]');
+});
+
+after(async () => {
+  await context?.close();
+  server?.close();
+  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+test('a .pickle.gz opens directly with the summary of the pickle', async (t) => {
+  // A fixture, compressed under a plain name: recognised by content.
+  const fixture = path.join(FIXTURES, 'p4_snapshot.pickle');
+  const renamed = path.join(scratch, 'compressed.pickle');
+  fs.writeFileSync(renamed, zlib.gzipSync(fs.readFileSync(fixture)));
+  await openFile(renamed);
+  const want = defaultDevice(stats(fixture));
+  let sum = await summary();
+  for (const k of METRICS) assert.equal(sum.metrics[k], String(want[k]), `fixture .gz: ${k}`);
+
+  const real = path.join(SNAPS, REAL);
+  if (!fs.existsSync(real)) return skipOrFail(t, `${real} not found`);
+  const gz = path.join(scratch, `${REAL}.gz`);
+  fs.writeFileSync(gz, zlib.gzipSync(fs.readFileSync(real)));
+  await openFile(gz);
+  const st = defaultDevice(stats(real));
+  sum = await summary();
+  assert.equal(sum.device, String(st.device));
+  for (const k of METRICS) assert.equal(sum.metrics[k], String(st[k]), `real .gz: ${k}`);
+  // The CLI reads the same .gz the same way.
+  assert.deepEqual(stats(gz), stats(real));
+  await page.screenshot({ path: path.join(OUT, 'panel-gzip.png') });
+
+  // A damaged .gz is one clear error, not a hang.
+  const cut = path.join(scratch, 'cut.pickle.gz');
+  const bytes = fs.readFileSync(gz);
+  fs.writeFileSync(cut, bytes.subarray(0, bytes.length >> 1));
+  await page.setInputFiles('[data-testid=file-input]', cut);
+  await page.waitForSelector('[data-testid=error]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-testid=error]'), /gzip|truncated/i);
+  await page.click('[data-testid=error] button');
+});
+
+test('annotations, the user frame first, folded C++ frames, copy stack, backend names', async () => {
+  const file = path.join(FIXTURES, 'annotated.pickle');
+  await openFile(file);
+  // Cambricon's variable: devices are mlu:N and the settings view names it.
+  const dev = await page.textContent('[data-testid=device-select] option');
+  assert.match(dev, /^mlu:0 /);
+
+  const at = await findBand(/activation checkpoint/);
+  assert.ok(at, 'no band whose tooltip shows its annotation');
+  const tip = await page.textContent('[data-testid=tooltip]');
+  assert.match(tip, /annotation: activation checkpoint: layer1/);
+  assert.doesNotMatch(tip, /scratch for attention/, 'another allocation\'s annotation');
+  await page.screenshot({ path: path.join(OUT, 'panel-annotation-tooltip.png') });
+  await page.mouse.click(at.x, at.y);
+  await page.waitForSelector('[data-testid=stack-panel] [data-testid=frames]');
+  const panel = await page.textContent('[data-testid=stack-panel]');
+  assert.match(panel, /Annotation \(event \d+\): activation checkpoint: layer1/);
+  assert.match(panel, /Compile context: compiled fn forward \(graph 0\)/);
+  assert.match(panel, /User metadata: layer1\.weight/);
+
+  // The user's frame leads, highlighted, its path shortened, the full line on hover.
+  const lead = page.locator('[data-testid=frames] > [data-testid=user-frame]');
+  assert.equal(await lead.count(), 1);
+  assert.equal((await lead.textContent()).trim(), 'model.py:30:forward');
+  assert.equal(await lead.getAttribute('title'), '/home/alice/project/src/model.py:30:forward');
+  const first = await page.evaluate(() => document.querySelector('[data-testid=frames]').firstElementChild.dataset.testid);
+  assert.equal(first, 'user-frame');
+  // The five C++ frames are one closed line that opens on click.
+  const fold = page.locator('[data-testid=native-frames]');
+  assert.equal(await fold.count(), 1);
+  assert.equal((await fold.locator('summary').textContent()).trim(), '5 C++ frames');
+  assert.equal(await fold.evaluate((d) => d.open), false);
+  await fold.locator('summary').click();
+  assert.equal(await fold.evaluate((d) => d.open), true);
+  assert.match(await fold.textContent(), /at::native::addmm_out_cuda_impl/);
+  // site-packages paths are cut after site-packages/.
+  const texts = await page.$$eval('[data-testid=frames] [data-testid=frame]', (e) => e.map((x) => [x.textContent, x.title]));
+  assert.ok(texts.some(([s, full]) => s === 'torch/nn/modules/linear.py:125:forward'
+    && full === '/opt/conda/lib/python3.11/site-packages/torch/nn/modules/linear.py:125:forward'), JSON.stringify(texts));
+  await page.screenshot({ path: path.join(OUT, 'panel-stack.png') });
+
+  // Copy stack: the text form, full paths.
+  await page.click('[data-testid=copy-stack]');
+  await page.waitForSelector('[data-testid=copy-stack][data-copied=true]');
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.match(copied, /^b'7fb300000000_\d+ 4000000 bytes/);
+  assert.match(copied, /\/home\/alice\/project\/src\/model\.py:30:forward/);
+  assert.match(copied, /c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc/);
+
+  // The settings view names the backend's variable.
+  await page.selectOption('[data-testid=view-select]', 'settings');
+  await page.waitForSelector('[data-testid=alloc-conf]');
+  assert.equal(await page.getAttribute('[data-testid=alloc-conf]', 'data-var'), 'PYTORCH_MLU_ALLOC_CONF');
+  assert.match(await page.textContent('[data-testid=alloc-conf]'), /expandable_segments:True,max_split_size_mb:256/);
+  await page.selectOption('[data-testid=view-select]', 'timeline');
+});
+
+test('every number of the summary strip and the state view explains itself', async () => {
+  const real = fs.existsSync(path.join(SNAPS, REAL)) ? path.join(SNAPS, REAL) : path.join(FIXTURES, 'p4_snapshot.pickle');
+  await openFile(real);
+  const strip = await page.$$eval('[data-testid=summary] [data-metric]', (e) => e.map((x) => ({
+    key: x.dataset.metric, value: x.dataset.value, def: x.dataset.definition || '', title: x.title || '' })));
+  assert.ok(strip.length >= 9);
+  for (const m of strip) {
+    assert.ok(m.def.length > 20, `${m.key}: no definition`);
+    assert.ok(m.title.startsWith(m.def), `${m.key}: the hover text is not its definition`);
+  }
+  const v = Object.fromEntries(strip.map((m) => [m.key, BigInt(m.value)]));
+  assert.equal(v.reserved_minus_allocated_bytes, v.reserved_bytes - v.allocated_bytes);
+
+  await page.selectOption('[data-testid=view-select]', 'state');
+  await page.waitForSelector('[data-testid=state-numbers] [data-metric]', { timeout: 30000 });
+  const state = await page.$$eval('[data-testid=state-numbers] [data-metric]', (e) => e.map((x) => ({
+    key: x.dataset.metric, def: x.dataset.definition || '', title: x.title || '' })));
+  for (const m of state) assert.ok(m.def.length > 20 && m.title.startsWith(m.def), `${m.key}: no definition`);
+  const frag = state.find((m) => m.key === 'state_fragmentation_pct');
+  assert.match(frag.def, /1 − largest free block ÷ free bytes/);
+  assert.ok(state.some((m) => m.key === 'state_reserved_minus_allocated_bytes'));
+  await page.hover('[data-testid=state-numbers] [data-metric=state_fragmentation_pct]');
+  await page.screenshot({ path: path.join(OUT, 'panel-definitions.png') });
+  await page.selectOption('[data-testid=view-select]', 'timeline');
+});
+
+test('no page errors', () => {
+  assert.deepEqual(pageErrors, []);
+});
