@@ -4,6 +4,7 @@
 //! columnar, immutable) → stats, layouts and diagnosis. Builds natively and for wasm32.
 
 pub mod analysis;
+pub mod colour;
 pub mod columns;
 pub mod error;
 pub mod flame;

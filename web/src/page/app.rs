@@ -51,6 +51,12 @@ fn select_value(e: &Event) -> Option<String> {
 #[function_component(App)]
 pub fn app() -> Html {
     let state = use_reducer(AppState::default);
+    // Light or dark (`crate::page::theme`): shown before the first paint of anything.
+    let dark = use_state(|| {
+        let d = crate::page::theme::initial_dark();
+        crate::page::theme::apply(d);
+        d
+    });
     let bridge = {
         let d = state.dispatcher();
         use_state(move || Bridge::new(d).map(Rc::new))
@@ -129,6 +135,7 @@ pub fn app() -> Html {
     let element_key = state.element_key();
     crate::page::history_view::use_state_requests(&state, bridge.clone());
     crate::page::search::use_search_requests(&state, bridge.clone());
+    crate::page::timeline_options::use_option_requests(&state, bridge.clone());
     // The Diagnosis view asks for its device's diagnosis, unless the worker sends it unasked
     // (the default device of a file opened on a timeline).
     {
@@ -299,6 +306,13 @@ pub fn app() -> Html {
             }
         })
     };
+    let on_theme = {
+        let dark = dark.clone();
+        Callback::from(move |_: MouseEvent| {
+            crate::page::theme::choose(!*dark);
+            dark.set(!*dark);
+        })
+    };
     let dismiss = {
         let s = state.clone();
         Callback::from(move |_| s.dispatch(Action::DismissError))
@@ -409,10 +423,15 @@ pub fn app() -> Html {
                                         <p class="note small">{ "Each private pool (CUDA graphs, MemPool) is a gray envelope as tall as the larger of its reserved segments and its live allocations, with its allocations stacked inside; unlike upstream's, it shrinks when the pool's segments are freed." }</p>
                                     }
                                     { crate::page::search::controls(&state) }
+                                    { crate::page::timeline_options::controls(&state) }
+                                    { crate::page::timeline_options::legend_row(&state) }
                                     <div class="plot-and-stack">
                                         <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
                                             matches={state.search.as_ref().filter(|o| Some(o.key) == key && o.seq == state.search_seq).and_then(|o| o.matches.clone())}
                                             time_axis={state.time_axis}
+                                            colours={state.current_colouring().cloned()} filter={state.opts.filter}
+                                            reserved={state.opts.reserved_line.then(|| crate::page::timeline_options::reserved_layout(&state)).flatten()}
+                                            capacity={crate::page::timeline_options::capacity_line(&state)}
                                             on_window={on_window.clone()} on_pin={on_pin.clone()} on_painted={on_painted.clone()} />
                                         <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack} {on_live_memory}
                                             on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}
@@ -479,6 +498,8 @@ pub fn app() -> Html {
                     <input type="file" multiple=true class="hidden-input" data-testid="file-input" onchange={on_file_input} />
                 </label>
                 <button onclick={on_example.reform(|_: MouseEvent| ())} data-testid="example-button">{ "Example" }</button>
+                <button class="theme-toggle" data-testid="theme-toggle" onclick={on_theme}
+                    title="light or dark (remembered)">{ if *dark { "☀ light" } else { "☾ dark" } }</button>
                 if let Some(i) = &info {
                     <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
                 }
@@ -492,7 +513,7 @@ pub fn app() -> Html {
             if let Some(s) = summary {
                 <SummaryStrip summary={s} />
             }
-            <main class="content">{ body }</main>
+            <main class="content" key={if *dark { "dark" } else { "light" }}>{ body }</main>
         </div>
     }
 }

@@ -3,11 +3,13 @@
 //! mirrors the view (`#file=..&device=..&view=..&x0=..&x1=..`, `&event=..` in the Allocator State
 //! History).
 
+use crate::page::view_options::TimelineOptions;
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::FileInfo;
 use memlens_core::analysis::compare::{Between, Comparison};
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
+use memlens_core::colour::{ColourBy, Colouring};
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::{Matches, TimelineKind, TimelineLayout};
 pub use memlens_core::view::View;
@@ -29,6 +31,8 @@ pub struct HashState {
     pub time_axis: bool,
     /// Compare view: file A (`a=`); B is `file`.
     pub compare_a: Option<String>,
+    /// Timelines: colour mode, lines, filters (`crate::page::view_options`).
+    pub opts: TimelineOptions,
 }
 
 fn decode_component(s: &str) -> String {
@@ -59,7 +63,9 @@ impl HashState {
                 "event" => h.event = v.parse().ok(),
                 "axis" => h.time_axis = v == "time",
                 "a" if !v.is_empty() => h.compare_a = Some(decode_component(v)),
-                _ => {}
+                _ => {
+                    h.opts.parse_pair(k, &decode_component(v));
+                }
             }
         }
         h
@@ -88,6 +94,7 @@ impl HashState {
         if let Some(a) = &self.compare_a {
             parts.push(format!("a={}", encode_component(a)));
         }
+        parts.extend(self.opts.hash_parts());
         format!("#{}", parts.join("&"))
     }
 
@@ -245,6 +252,10 @@ pub struct AppState {
     pub compare_pick: Option<u32>,
     /// Compare view: the latest comparison, for (A, B).
     pub compared: Option<(u32, u32, Rc<Comparison>)>,
+    /// Timelines: colour mode, lines, filters.
+    pub opts: TimelineOptions,
+    /// The latest colouring the worker sent, for (layout, mode).
+    pub colouring: Option<(LayoutKey, ColourBy, Rc<Colouring>)>,
 }
 
 pub enum Action {
@@ -348,6 +359,14 @@ pub enum Action {
     /// Diagnosis: invert the icicle for this frame (`None`: back to all frames).
     ShowCallers(Option<String>),
     Icicle(SharedIcicle),
+    /// Timelines: the display options changed.
+    SetOptions(TimelineOptions),
+    /// Timelines: the worker coloured layout `key` by `by` (`None`: the file is gone).
+    Colouring {
+        key: LayoutKey,
+        by: ColourBy,
+        colouring: Option<Rc<Colouring>>,
+    },
 }
 
 impl AppState {
@@ -517,7 +536,14 @@ impl AppState {
                 .filter(|_| self.view() == View::Compare)
                 .and_then(|(a, _)| self.file(a))
                 .map(|f| f.name.clone()),
+            opts: self.opts,
         }
+    }
+
+    /// The colouring to draw the current layout with (`None`: upstream's, or not arrived).
+    pub fn current_colouring(&self) -> Option<&Rc<Colouring>> {
+        let (k, by, c) = self.colouring.as_ref()?;
+        (Some(*k) == self.layout_key() && *by == self.opts.colour_by).then_some(c)
     }
 
     fn last_ready(&self) -> Option<u32> {
@@ -584,6 +610,7 @@ impl AppState {
             _ => None,
         };
         self.time_axis = h.time_axis;
+        self.opts = h.opts;
         if let Some(a) = &h.compare_a {
             let id = self
                 .files
@@ -865,6 +892,15 @@ impl Reducible for AppState {
                 s.moment = Some(e);
             }
             Action::Icicle(i) => s.icicle = Some(i),
+            Action::SetOptions(o) => {
+                if o.regex != s.opts.regex {
+                    s.search_seq = s.search_seq.wrapping_add(1);
+                }
+                s.opts = o;
+            }
+            Action::Colouring { key, by, colouring } => {
+                s.colouring = colouring.map(|c| (key, by, c));
+            }
             Action::OpenEvent(e) => {
                 s.view = Some(View::State);
                 s.window = None;

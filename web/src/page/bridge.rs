@@ -366,6 +366,17 @@ impl Bridge {
         }
     }
 
+    /// Asks for layout `key`'s elements coloured by `by` (see `crate::page::timeline_options`).
+    pub fn request_colours(&self, key: LayoutKey, by: memlens_core::colour::ColourBy) {
+        let msg = ToWorker::Colours {
+            id: key.file,
+            device: key.device,
+            kind: key.kind,
+            by,
+        };
+        self.send(&msg, &[]);
+    }
+
     /// Sends a search request (see `crate::page::search`).
     pub fn send_search(&self, msg: &ToWorker) {
         self.send(msg, &[]);

@@ -2,28 +2,17 @@
 //! batch), axes with binary-unit ticks and event-index or wall-clock x ticks, region labels,
 //! and the overview strip. Handles `devicePixelRatio` so lines stay sharp.
 
+use crate::page::theme;
 use crate::wire::clock::now_ms;
 use memlens_core::layout::axis::{bytes_ticks, count_ticks, time_ticks};
+use memlens_core::layout::lines::{fit_with_lines, render_lines};
 use memlens_core::layout::{
-    render_overview, render_timeline, Matches, Painter, RenderOptions, RenderStats, Style, TimeMap,
-    TimelineLayout, Viewport,
+    render_overview, render_timeline, BandFilter, Matches, Painter, RenderOptions, RenderStats,
+    Style, TimeMap, TimelineLayout, Viewport,
 };
 use std::sync::Arc;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
-
-/// Upstream's tableau10, in its order.
-pub const PALETTE: [&str; 10] = [
-    "#4e79a7", "#f28e2c", "#e15759", "#76b7b2", "#59a14f", "#edc949", "#af7aa1", "#ff9da7",
-    "#9c755f", "#bab0ab",
-];
-
-/// The palette mixed with 55% white: memory allocated before the trace. Opaque, so the
-/// underlay does not show through.
-pub const PALETTE_PALE: [&str; 10] = [
-    "#afc3d7", "#f9cca0", "#f2b3b4", "#c1dfdc", "#b4d5b0", "#f7e7ad", "#dbc3d5", "#ffd3d7",
-    "#d2c1b7", "#e0dbd9",
-];
 
 /// Space around the plot for the axes, in CSS pixels.
 pub const MARGIN_LEFT: f64 = 76.0;
@@ -50,19 +39,26 @@ impl Painter for CanvasPainter<'_> {
 impl CanvasPainter<'_> {
     fn rects_now(&mut self, style: Style, xywh: &[f32]) {
         let ctx = self.ctx;
+        let c = theme::colours();
+        let pale;
         let (fill, stroke, alpha): (Option<&str>, Option<(&str, f64)>, f64) = match style {
-            Style::Band(i) => (PALETTE.get(i as usize).copied(), None, 1.0),
-            Style::BandBeforeTrace(i) => (PALETTE_PALE.get(i as usize).copied(), None, 1.0),
-            Style::Thin => (Some("#9ea3ad"), None, 1.0),
-            Style::Selected => (None, Some(("#000000", 2.0)), 1.0),
+            Style::Band(i) => (c.bands.get(i as usize).copied(), None, 1.0),
+            Style::BandBeforeTrace(i) => {
+                pale = theme::pale(c.bands.get(i as usize).copied().unwrap_or("#808080"), c);
+                (Some(pale.as_str()), None, 1.0)
+            }
+            Style::Thin => (Some(c.thin), None, 1.0),
+            Style::Selected => (None, Some((c.outline, 2.0)), 1.0),
             Style::Match => (None, Some(("#d62728", 1.5)), 1.0),
             Style::MatchRug => (Some("#d62728"), None, 0.9),
-            Style::PoolEnvelope => (Some("#dedad7"), Some(("#6f6a66", 1.0)), 1.0),
+            Style::PoolEnvelope => (Some(c.pool_fill), Some((c.pool_stroke, 1.0)), 1.0),
             Style::Overview => (Some("#4e79a7"), None, 0.8),
             Style::Region => (Some("#6b6bd6"), None, 0.10),
             Style::MarkerOom => (Some("#d62728"), None, 1.0),
-            Style::MarkerSnapshot => (Some("#333333"), None, 0.6),
+            Style::MarkerSnapshot => (Some(c.marker_snapshot), None, 0.6),
             Style::MarkerAnnotate => (Some("#8e44ad"), None, 0.8),
+            Style::ReservedLine => (Some(c.reserved_line), None, 0.85),
+            Style::Capacity => (Some(c.capacity_line), None, 1.0),
         };
         ctx.set_global_alpha(alpha);
         ctx.begin_path();
@@ -202,6 +198,13 @@ pub struct DrawOptions<'a> {
     pub matches: Option<&'a Matches>,
     /// Wall-clock x axis (`None`: event index).
     pub time: Option<Arc<TimeMap>>,
+    /// A palette index per element (`memlens_core::colour`); `None`: upstream's.
+    pub colours: Option<&'a [u8]>,
+    pub filter: BandFilter,
+    /// The Segments layout of the device, whose live total is drawn as the reserved line.
+    pub reserved: Option<&'a TimelineLayout>,
+    /// The capacity line: bytes and the words written at its right end.
+    pub capacity: Option<(u64, String)>,
 }
 
 /// Plot size (without margins) of a canvas of CSS size `w` × `h`.
@@ -222,8 +225,11 @@ pub fn draw_timeline(
     opts: DrawOptions<'_>,
 ) -> Option<(Viewport, RenderStats, DrawTiming)> {
     let (ctx, w, h) = prepare(canvas)?;
+    let c = theme::colours();
     let (pw, ph) = plot_size(w, h);
-    let vp = Viewport::fit(layout, x0, x1, pw, ph).with_time(opts.time.clone());
+    let cap_bytes = opts.capacity.as_ref().map(|c| c.0);
+    let vp = fit_with_lines(layout, opts.reserved, cap_bytes, (x0, x1), (pw, ph))
+        .with_time(opts.time.clone());
     ctx.set_font("11px system-ui, sans-serif");
     // Grid and y labels.
     ctx.set_text_align("right");
@@ -231,12 +237,12 @@ pub fn draw_timeline(
     ctx.set_line_width(1.0);
     for t in bytes_ticks(vp.y0_bytes, vp.y1_bytes, (ph / 45.0).max(2.0) as usize) {
         let y = (MARGIN_TOP + vp.y_px(t.value)).round() + 0.5;
-        ctx.set_stroke_style_str("#e6e6e6");
+        ctx.set_stroke_style_str(c.grid);
         ctx.begin_path();
         ctx.move_to(MARGIN_LEFT, y);
         ctx.line_to(MARGIN_LEFT + pw, y);
         ctx.stroke();
-        ctx.set_fill_style_str("#444444");
+        ctx.set_fill_style_str(c.text);
         let _ = ctx.fill_text(&t.label, MARGIN_LEFT - 6.0, y);
     }
     // x labels: trace event indices (event i sits at x = i + 1), or time since the first event.
@@ -261,14 +267,14 @@ pub fn draw_timeline(
         let x = MARGIN_LEFT + px;
         // Not under the axis caption at the left edge, nor past the right edge.
         if x >= MARGIN_LEFT + 12.0 && x <= MARGIN_LEFT + pw - 18.0 {
-            ctx.set_fill_style_str("#444444");
+            ctx.set_fill_style_str(c.text);
             let _ = ctx.fill_text(&label, x, MARGIN_TOP + ph + 5.0);
-            ctx.set_fill_style_str("#999999");
+            ctx.set_fill_style_str(c.tick);
             ctx.fill_rect(x.round(), MARGIN_TOP + ph, 1.0, 4.0);
         }
     }
     ctx.set_text_align("right");
-    ctx.set_fill_style_str("#777777");
+    ctx.set_fill_style_str(c.text_muted);
     // (What time 0 is, on the time axis, is said above the plot: `crate::page::search::controls`.)
     let caption = if vp.time().is_some() { "time" } else { "event" };
     let _ = ctx.fill_text(caption, MARGIN_LEFT - 6.0, MARGIN_TOP + ph + 5.0);
@@ -290,9 +296,12 @@ pub fn draw_timeline(
         RenderOptions {
             selected: opts.selected.map(|s| s as usize),
             matches: opts.matches,
+            colours: opts.colours,
+            filter: opts.filter,
         },
         &mut p,
     );
+    render_lines(opts.reserved, cap_bytes, &vp, &mut p);
     let timing = DrawTiming {
         render_ms: now_ms() - t_render,
         paint_ms: p.paint_ms,
@@ -300,7 +309,7 @@ pub fn draw_timeline(
     // Memory from before the trace: everything left of x = 1.
     if x0 < 1.0 {
         let xb = MARGIN_LEFT + vp.x_px(1.0);
-        ctx.set_stroke_style_str("#555555");
+        ctx.set_stroke_style_str(c.text_muted);
         ctx.set_line_width(1.0);
         let _ = ctx.set_line_dash(&js_sys::Array::of2(&3.into(), &3.into()));
         ctx.begin_path();
@@ -310,10 +319,13 @@ pub fn draw_timeline(
         let _ = ctx.set_line_dash(&js_sys::Array::new());
     }
     ctx.restore();
+    if let Some((bytes, label)) = &opts.capacity {
+        capacity_label(&ctx, &vp, *bytes, label, c);
+    }
     // Labels above the plot: what is left of the dashed line, and annotation regions.
     ctx.set_text_baseline("bottom");
     ctx.set_text_align("left");
-    ctx.set_fill_style_str("#555555");
+    ctx.set_fill_style_str(c.text_muted);
     // Region labels start after whatever is written here.
     let mut last_end = f64::NEG_INFINITY;
     if layout.n_events == 0 {
@@ -329,7 +341,7 @@ pub fn draw_timeline(
         let _ = ctx.fill_text(text, xb - 3.0, MARGIN_TOP - 3.0);
         last_end = xb - 3.0 + ctx.measure_text(text).map(|m| m.width()).unwrap_or(260.0);
     }
-    ctx.set_fill_style_str("#4a4aa8");
+    ctx.set_fill_style_str(c.region_text);
     ctx.set_text_align("left");
     for r in &layout.regions {
         if r.x1 <= x0 || r.x0 >= x1 {
@@ -345,6 +357,28 @@ pub fn draw_timeline(
         }
     }
     Some((vp, stats, timing))
+}
+
+/// The capacity line's words, at its right end just above it (below it when at the top).
+fn capacity_label(
+    ctx: &CanvasRenderingContext2d,
+    vp: &Viewport,
+    bytes: u64,
+    label: &str,
+    c: &theme::CanvasColours,
+) {
+    let y = MARGIN_TOP + vp.y_px(bytes as f64);
+    ctx.set_text_align("right");
+    let (baseline, dy) = if y < MARGIN_TOP + 14.0 {
+        ("top", 3.0)
+    } else {
+        ("bottom", -3.0)
+    };
+    ctx.set_text_baseline(baseline);
+    ctx.set_font("bold 11px system-ui, sans-serif");
+    ctx.set_fill_style_str(c.capacity_line);
+    let _ = ctx.fill_text(label, MARGIN_LEFT + vp.width_px - 4.0, y + dy);
+    ctx.set_font("11px system-ui, sans-serif");
 }
 
 /// Where a draw's time went (ms): the bands (level of detail and canvas calls together), and
@@ -389,10 +423,11 @@ pub fn draw_overview(
     render_overview(layout, &full, &mut p);
     let a = MARGIN_LEFT + full.x_px(x0);
     let b = MARGIN_LEFT + full.x_px(x1);
-    ctx.set_fill_style_str("rgba(0,0,0,0.08)");
+    let c = theme::colours();
+    ctx.set_fill_style_str(c.shade);
     ctx.fill_rect(MARGIN_LEFT, 0.0, (a - MARGIN_LEFT).max(0.0), h);
     ctx.fill_rect(b, 0.0, (MARGIN_LEFT + pw - b).max(0.0), h);
-    ctx.set_stroke_style_str("#333333");
+    ctx.set_stroke_style_str(c.outline);
     ctx.set_line_width(1.0);
     ctx.stroke_rect(a.round() + 0.5, 0.5, (b - a).max(2.0).round(), h - 1.0);
 }

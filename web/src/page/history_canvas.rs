@@ -322,9 +322,10 @@ pub fn draw(
         let (x0, x1) = (sx(p.x0), sx(p.x1));
         y1 >= 0.0 && y0 <= h && x1 >= 0.0 && x0 <= w
     };
-    // Segment slices: white with an outline (expandable segments dashed).
-    ctx.set_fill_style_str("#ffffff");
-    ctx.set_stroke_style_str("#6b6b70");
+    // Segment slices: the background with an outline (expandable segments dashed).
+    let c = crate::page::theme::colours();
+    ctx.set_fill_style_str(c.background);
+    ctx.set_stroke_style_str(c.text_muted);
     ctx.set_line_width(1.0);
     for p in g.pieces.iter().filter(|p| visible(p)) {
         let (x, y) = (sx(p.x0), sy(p.y));
@@ -433,12 +434,12 @@ pub fn draw(
                 }
             }
             if marks.pinned == Some(ba) && state.is_active() {
-                outlines.push(([x0, y, bw, ph], "#000000", 2.5));
+                outlines.push(([x0, y, bw, ph], c.outline, 2.5));
             } else if marks.event_addr == Some(ba) {
-                outlines.push(([x0, y, bw, ph], "#333333", 1.5));
+                outlines.push(([x0, y, bw, ph], c.marker_snapshot, 1.5));
             }
             if marks.hovered == Some(b) {
-                outlines.push(([x0, y, bw, ph], "#1d1d1f", 1.0));
+                outlines.push(([x0, y, bw, ph], c.outline, 1.0));
             }
         }
     }
@@ -459,7 +460,7 @@ pub fn draw(
     ctx.set_font("12px system-ui, sans-serif");
     ctx.set_text_baseline("bottom");
     ctx.set_text_align("left");
-    ctx.set_fill_style_str("#333333");
+    ctx.set_fill_style_str(c.text);
     for gr in &g.groups {
         let y = sy(gr.y + HEADER_H - 3.0);
         if y > 0.0 && y < h + HEADER_H {
@@ -467,7 +468,7 @@ pub fn draw(
         }
     }
     if g.pieces.is_empty() {
-        ctx.set_fill_style_str("#6b6b70");
+        ctx.set_fill_style_str(c.text_muted);
         let _ = ctx.fill_text("no segments in this state", PAD, PAD + HEADER_H);
     }
     slices

@@ -18,4 +18,7 @@ pub mod panels;
 pub mod reply;
 pub mod search;
 pub mod stack_frames;
+pub mod theme;
 pub mod timeline;
+pub mod timeline_options;
+pub mod view_options;

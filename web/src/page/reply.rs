@@ -7,6 +7,7 @@ use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
+use memlens_core::colour::Colouring;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
 use std::rc::Rc;
@@ -198,6 +199,23 @@ impl Reply {
                 callers_of,
                 icicle: Rc::new(*icicle),
             })),
+            FromWorker::Colours {
+                id,
+                device,
+                kind,
+                by,
+                build_ms: _,
+            } => Reply::Act(Action::Colouring {
+                key: LayoutKey {
+                    file: id,
+                    device,
+                    kind,
+                },
+                by,
+                colouring: pack::unpack::<Colouring>(data)
+                    .ok()
+                    .map(|u| Rc::new(u.value)),
+            }),
             FromWorker::Search {
                 id,
                 device,

@@ -20,6 +20,7 @@ pub fn use_search_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc
     let have = state.current_layout().is_some();
     let text = state.search_text.clone();
     let seq = state.search_seq;
+    let regex = state.opts.regex;
     use_effect_with((key, have, text, seq), move |(key, have, text, seq)| {
         if let (Some(b), Some(k), true) = (&bridge, key, *have) {
             if !text.0.trim().is_empty() || !text.1.trim().is_empty() {
@@ -30,6 +31,7 @@ pub fn use_search_requests(state: &UseReducerHandle<AppState>, bridge: Option<Rc
                     seq: *seq,
                     address: text.0.clone(),
                     frame: text.1.clone(),
+                    regex,
                 });
             }
         }
@@ -74,6 +76,21 @@ pub fn controls(state: &UseReducerHandle<AppState>) -> Html {
             }
         })
     };
+    let on_regex = {
+        let s = state.clone();
+        Callback::from(move |e: Event| {
+            let on = e
+                .target()
+                .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+                .is_some_and(|i| i.checked());
+            s.dispatch(Action::SetOptions(
+                crate::page::view_options::TimelineOptions {
+                    regex: on,
+                    ..s.opts
+                },
+            ));
+        })
+    };
     let has_times = state
         .current_layout()
         .is_some_and(|l| !l.0.time_us.is_empty());
@@ -115,8 +132,12 @@ pub fn controls(state: &UseReducerHandle<AppState>) -> Html {
         <div class="view-controls" data-testid="view-controls">
             <input type="search" class="search" placeholder="Search address (hex)…" data-testid="search-address"
                 value={state.search_text.0.clone()} oninput={on_addr} spellcheck="false" />
-            <input type="search" class="search wide" placeholder="Search stack frame…" data-testid="search-frame"
+            <input type="search" class="search wide" data-testid="search-frame"
+                placeholder={if state.opts.regex { "Search stack frame (regular expression)…" } else { "Search stack frame…" }}
                 value={state.search_text.1.clone()} oninput={on_frame} spellcheck="false" />
+            <label class="small" title="the frame search is a regular expression (case-insensitive)">
+                <input type="checkbox" data-testid="search-regex" checked={state.opts.regex} onchange={on_regex} />{ " .* regex" }
+            </label>
             { status }
             <span class="spacer"></span>
             <label class="small">{ "x axis " }
@@ -130,7 +151,7 @@ pub fn controls(state: &UseReducerHandle<AppState>) -> Html {
             if let Some(o) = origin {
                 <span class="muted small" data-testid="time-origin">{ format!("0 s = {o}") }</span>
             }
-            <span class="muted small hint">{ "drag: pan · shift-drag: zoom to a range · wheel: zoom · double-click: reset" }</span>
+            <span class="muted small hint">{ "drag: pan · shift-drag: zoom to a range · alt-drag: ruler · wheel or W/S: zoom · A/D: pan · ?: all keys" }</span>
         </div>
     }
 }

@@ -1,8 +1,10 @@
 //! The timeline view: canvas, overview strip and tooltip, with wheel zoom around the pointer,
-//! drag to pan, shift-drag to zoom to a range (box zoom), click to pin, double-click or `0` to
-//! reset, `+`/`-`/arrows on the keyboard. Pointer positions go through the drawn viewport, so
+//! drag to pan, shift-drag to zoom to a range (box zoom), alt-drag or `m` twice to measure
+//! between two points (the ruler), click to pin, double-click or `0` to reset, and the keys of
+//! [`KEYS`] (`?` lists them over the plot). Pointer positions go through the drawn viewport, so
 //! everything works the same on the event and the wall-clock axis. It only reads the layout
-//! and reports window changes and pins upward.
+//! and reports window changes and pins upward; what the bands are coloured by, the lines and
+//! the filters come in as props, computed elsewhere.
 //!
 //! Each draw and each hover hit test is timed: the canvas carries `data-draw-ms` (the last
 //! draw), `data-draw-log` (the last 50, comma-separated), `data-render-ms` (bands: level of
@@ -13,9 +15,13 @@ use crate::page::app_state::{SharedLayout, SharedMatches};
 use crate::page::canvas::{
     draw_overview, draw_timeline, overview_viewport, DrawOptions, MARGIN_LEFT, MARGIN_TOP,
 };
+use crate::page::theme;
 use crate::wire::clock::now_ms;
+use memlens_core::colour::Colouring;
 use memlens_core::layout::context::tooltip;
-use memlens_core::layout::{TimeMap, TimelineKind, Viewport};
+use memlens_core::layout::ruler::Ruler;
+use memlens_core::layout::{BandFilter, TimeMap, TimelineKind, Viewport};
+use std::rc::Rc;
 use std::sync::Arc;
 use web_sys::{HtmlCanvasElement, KeyboardEvent, MouseEvent, WheelEvent};
 use yew::prelude::*;
@@ -32,6 +38,17 @@ pub struct Props {
     /// x axis in wall-clock time (when the layout has times).
     #[prop_or_default]
     pub time_axis: bool,
+    /// A palette index per element; `None`: upstream's colours.
+    #[prop_or_default]
+    pub colours: Option<Rc<Colouring>>,
+    #[prop_or_default]
+    pub filter: BandFilter,
+    /// The device's Segments layout, drawn as the reserved line.
+    #[prop_or_default]
+    pub reserved: Option<SharedLayout>,
+    /// The capacity line: bytes, and the words at its end.
+    #[prop_or_default]
+    pub capacity: Option<(u64, String)>,
     pub on_window: Callback<Option<(f64, f64)>>,
     pub on_pin: Callback<Option<u32>>,
     /// Called after each paint (the page measures time to first paint with it).
@@ -43,10 +60,34 @@ enum DragMode {
     Pan,
     /// Shift-drag: select an x range to zoom to.
     Box,
+    /// Alt-drag: measure between two points.
+    Measure,
 }
+
+/// Every key and gesture of the timelines, as the `?` overlay lists them.
+pub const KEYS: &[(&str, &str)] = &[
+    ("W / S", "zoom in / out around the middle"),
+    ("A / D", "pan left / right"),
+    ("+ / −", "zoom in / out"),
+    ("← / →", "pan left / right"),
+    ("0 / Home", "show the whole trace"),
+    (
+        "M",
+        "ruler: mark the point under the pointer, then the second point; a third M clears",
+    ),
+    ("Esc", "clear the ruler, close this list"),
+    ("?", "show or hide this list"),
+    ("wheel", "zoom around the pointer"),
+    ("drag", "pan"),
+    ("shift-drag", "zoom to a range"),
+    ("alt-drag", "ruler between two points"),
+    ("click", "pin a band's stack"),
+    ("double-click", "show the whole trace"),
+];
 
 struct Drag {
     start_px: f64,
+    start_y_px: f64,
     /// The viewport when the drag began (a pan maps pixels through it).
     start_vp: Option<Viewport>,
     mode: DragMode,
@@ -83,6 +124,17 @@ fn zoom_px(vp: &Viewport, at_px: f64, factor: f64, x_end: f64) -> (f64, f64) {
     )
 }
 
+/// The data-space point (event-space x, bytes) under the pointer, if it is over the plot.
+fn data_at(vp: &Option<Viewport>, e: &MouseEvent) -> Option<(f64, f64)> {
+    let vp = vp.as_ref()?;
+    let (x, y) = (
+        e.offset_x() as f64 - MARGIN_LEFT,
+        e.offset_y() as f64 - MARGIN_TOP,
+    );
+    let inside = (0.0..=vp.width_px).contains(&x) && (0.0..=vp.height_px).contains(&y);
+    inside.then(|| (vp.x_data(x), vp.y_data(y)))
+}
+
 fn set_attr(c: &HtmlCanvasElement, name: &str, value: &str) {
     let _ = c.set_attribute(name, value);
 }
@@ -109,6 +161,14 @@ pub fn timeline_view(p: &Props) -> Html {
     // Box zoom selection being dragged: plot pixels (from, to).
     let boxsel = use_state(|| None::<(f64, f64)>);
     let resize_tick = use_state(|| 0u32);
+    // The ruler (data space), a first point waiting for its second (`m`), the keys overlay.
+    let ruler = use_state(|| None::<Ruler>);
+    let ruler_anchor = use_mut_ref(|| None::<(f64, f64)>);
+    let show_keys = use_state(|| false);
+    // Where the pointer is, in data space (for `m`).
+    let pointer = use_mut_ref(|| None::<(f64, f64)>);
+    // The viewport of the last draw, kept as state while a ruler is shown so it follows zooms.
+    let drawn_vp = use_state(|| None::<Viewport>);
     let x_end = p.layout.0.x_end() as f64;
     let window = p
         .window
@@ -144,15 +204,17 @@ pub fn timeline_view(p: &Props) -> Html {
             p.on_painted.clone(),
         );
         let deps = (
-            p.layout.clone(),
-            window,
-            p.selected,
-            p.matches.clone(),
+            (p.layout.clone(), window, p.selected, p.matches.clone()),
             time.as_ref().map(|t| Arc::as_ptr(t) as usize),
             *resize_tick,
+            (p.colours.clone(), p.filter, p.reserved.clone()),
+            (p.capacity.clone(), theme::is_dark()),
         );
         let time = time.clone();
-        use_effect_with(deps, move |(layout, window, selected, matches, _, _)| {
+        let (drawn_vp, ruler_on) = (drawn_vp.clone(), ruler.is_some());
+        use_effect_with(deps, move |deps| {
+            let ((layout, window, selected, matches), _, _, (colours, filter, reserved), (cap, _)) =
+                deps;
             if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
                 let t0 = now_ms();
                 let drawn = draw_timeline(
@@ -164,6 +226,10 @@ pub fn timeline_view(p: &Props) -> Html {
                         selected: *selected,
                         matches: matches.as_ref().map(|m| m.0.as_ref()),
                         time: time.clone(),
+                        colours: colours.as_ref().map(|c| c.index.as_slice()),
+                        filter: *filter,
+                        reserved: reserved.as_ref().map(|r| r.0.as_ref()),
+                        capacity: cap.clone(),
                     },
                 );
                 log_draw(&c, now_ms() - t0);
@@ -172,6 +238,20 @@ pub fn timeline_view(p: &Props) -> Html {
                     set_attr(&c, "data-bands", &st.elements_visited.to_string());
                     set_attr(&c, "data-render-ms", &format!("{:.2}", tm.render_ms));
                     set_attr(&c, "data-paint-ms", &format!("{:.2}", tm.paint_ms));
+                }
+                if let Some(((vp, _, _), (bytes, _))) = drawn.as_ref().zip(cap.as_ref()) {
+                    let y = MARGIN_TOP + vp.y_px(*bytes as f64);
+                    set_attr(&c, "data-capacity-bytes", &bytes.to_string());
+                    set_attr(&c, "data-capacity-px", &format!("{y:.2}"));
+                } else {
+                    let _ = c.remove_attribute("data-capacity-bytes");
+                    let _ = c.remove_attribute("data-capacity-px");
+                }
+                if let Some((vp, _, _)) = &drawn {
+                    set_attr(&c, "data-y-max-bytes", &format!("{:.0}", vp.y1_bytes));
+                    if ruler_on {
+                        drawn_vp.set(Some(vp.clone()));
+                    }
                 }
                 live.borrow_mut().vp = drawn.map(|d| d.0);
             }
@@ -231,8 +311,11 @@ pub fn timeline_view(p: &Props) -> Html {
             if e.button() == 0 {
                 *drag.borrow_mut() = Some(Drag {
                     start_px: e.offset_x() as f64 - MARGIN_LEFT,
+                    start_y_px: e.offset_y() as f64 - MARGIN_TOP,
                     start_vp: live.borrow().vp.clone(),
-                    mode: if e.shift_key() {
+                    mode: if e.alt_key() {
+                        DragMode::Measure
+                    } else if e.shift_key() {
                         DragMode::Box
                     } else {
                         DragMode::Pan
@@ -250,7 +333,10 @@ pub fn timeline_view(p: &Props) -> Html {
             hit.clone(),
             boxsel.clone(),
         );
+        let (pointer, ruler, drawn_vp) = (pointer.clone(), ruler.clone(), drawn_vp.clone());
         Callback::from(move |e: MouseEvent| {
+            let at = data_at(&live.borrow().vp, &e);
+            *pointer.borrow_mut() = at;
             let mut d = drag.borrow_mut();
             if let Some(dr) = d.as_mut().filter(|_| e.buttons() & 1 == 1) {
                 let px = e.offset_x() as f64 - MARGIN_LEFT;
@@ -271,6 +357,13 @@ pub fn timeline_view(p: &Props) -> Html {
                             DragMode::Box => {
                                 let px = px.clamp(0.0, vp.width_px);
                                 boxsel.set(Some((dr.start_px, px)));
+                            }
+                            DragMode::Measure => {
+                                let a = (vp.x_data(dr.start_px), vp.y_data(dr.start_y_px));
+                                if let Some(b) = at {
+                                    ruler.set(Some(Ruler { a, b }));
+                                    drawn_vp.set(Some(vp.clone()));
+                                }
                             }
                         }
                     }
@@ -297,7 +390,9 @@ pub fn timeline_view(p: &Props) -> Html {
             let d = drag.borrow_mut().take();
             let Some(d) = d else { return };
             if !d.moved {
-                on_pin.emit(hit(&e));
+                if d.mode != DragMode::Measure {
+                    on_pin.emit(hit(&e));
+                }
                 return;
             }
             if d.mode == DragMode::Box {
@@ -329,16 +424,53 @@ pub fn timeline_view(p: &Props) -> Html {
     };
     let onkeydown = {
         let (on_window, live) = (p.on_window.clone(), live.clone());
+        let (show_keys, ruler, anchor, pointer, drawn_vp) = (
+            show_keys.clone(),
+            ruler.clone(),
+            ruler_anchor.clone(),
+            pointer.clone(),
+            drawn_vp.clone(),
+        );
         Callback::from(move |e: KeyboardEvent| {
+            if e.ctrl_key() || e.meta_key() {
+                return;
+            }
             let l = live.borrow();
             let Some(vp) = &l.vp else { return };
             let (w, mid) = (vp.width_px, vp.width_px / 2.0);
             let win = match e.key().as_str() {
-                "+" | "=" => Some(zoom_px(vp, mid, 0.8, x_end)),
-                "-" | "_" => Some(zoom_px(vp, mid, 1.25, x_end)),
-                "ArrowLeft" => Some(window_of_px(vp, -0.1 * w, 0.9 * w, x_end)),
-                "ArrowRight" => Some(window_of_px(vp, 0.1 * w, 1.1 * w, x_end)),
+                "+" | "=" | "w" | "W" => Some(zoom_px(vp, mid, 0.8, x_end)),
+                "-" | "_" | "s" | "S" => Some(zoom_px(vp, mid, 1.25, x_end)),
+                "ArrowLeft" | "a" | "A" => Some(window_of_px(vp, -0.1 * w, 0.9 * w, x_end)),
+                "ArrowRight" | "d" | "D" => Some(window_of_px(vp, 0.1 * w, 1.1 * w, x_end)),
                 "0" | "Home" => None,
+                "?" => {
+                    show_keys.set(!*show_keys);
+                    e.prevent_default();
+                    return;
+                }
+                "Escape" => {
+                    show_keys.set(false);
+                    ruler.set(None);
+                    *anchor.borrow_mut() = None;
+                    return;
+                }
+                "m" | "M" => {
+                    let at = *pointer.borrow();
+                    let first = *anchor.borrow();
+                    match (first, at, ruler.is_some()) {
+                        (_, _, true) => ruler.set(None),
+                        (None, Some(a), false) => *anchor.borrow_mut() = Some(a),
+                        (Some(a), Some(b), false) => {
+                            *anchor.borrow_mut() = None;
+                            drawn_vp.set(Some(vp.clone()));
+                            ruler.set(Some(Ruler { a, b }));
+                        }
+                        _ => {}
+                    }
+                    e.prevent_default();
+                    return;
+                }
                 _ => return,
             };
             e.prevent_default();
@@ -389,6 +521,27 @@ pub fn timeline_view(p: &Props) -> Html {
             crate::page::canvas::MARGIN_BOTTOM
         )
     });
+    let ruler_box = ruler
+        .as_ref()
+        .zip(drawn_vp.as_ref())
+        .map(|(r, vp)| ruler_overlay(r, vp, time.as_deref()));
+    let keys = show_keys.then(|| {
+        let close = {
+            let show_keys = show_keys.clone();
+            Callback::from(move |_: MouseEvent| show_keys.set(false))
+        };
+        html! {
+            <div class="keys-overlay" data-testid="keys-overlay" role="dialog" aria-label="keys">
+                <div class="keys-title">{ "Keys of the timeline" }
+                    <button class="link" onclick={close}>{ "close" }</button></div>
+                <table>
+                    { for KEYS.iter().map(|(k, what)| html! {
+                        <tr data-key={*k}><td><kbd>{ *k }</kbd></td><td>{ *what }</td></tr>
+                    }) }
+                </table>
+            </div>
+        }
+    });
     html! {
         <div class="timeline">
             <div class="plot">
@@ -399,6 +552,8 @@ pub fn timeline_view(p: &Props) -> Html {
                 if let Some(style) = zoom_box {
                     <div class="zoom-box" data-testid="zoom-box" {style}></div>
                 }
+                { ruler_box.unwrap_or_default() }
+                { keys.unwrap_or_default() }
                 if let Some((t, x, y)) = tip {
                     <div class="tooltip" data-testid="tooltip" style={format!("left:{}px;top:{}px", x + 14.0, y + 14.0)}>
                         { t }
@@ -408,5 +563,36 @@ pub fn timeline_view(p: &Props) -> Html {
             </div>
             <canvas ref={overview} class="overview-canvas" data-testid="overview" onmousedown={ov_down} onmousemove={ov_move} />
         </div>
+    }
+}
+
+/// The ruler over the plot: the rectangle between its two points and what it measures.
+fn ruler_overlay(r: &Ruler, vp: &Viewport, time: Option<&TimeMap>) -> Html {
+    let (ax, ay) = (vp.x_px(r.a.0), vp.y_px(r.a.1));
+    let (bx, by) = (vp.x_px(r.b.0), vp.y_px(r.b.1));
+    let clamp_x = |x: f64| x.clamp(0.0, vp.width_px);
+    let clamp_y = |y: f64| y.clamp(0.0, vp.height_px);
+    let (l, rgt) = (clamp_x(ax.min(bx)), clamp_x(ax.max(bx)));
+    let (t, b) = (clamp_y(ay.min(by)), clamp_y(ay.max(by)));
+    let style = format!(
+        "left:{}px;top:{}px;width:{}px;height:{}px",
+        MARGIN_LEFT + l,
+        MARGIN_TOP + t,
+        (rgt - l).max(1.0),
+        (b - t).max(1.0)
+    );
+    let label_style = format!(
+        "left:{}px;top:{}px",
+        MARGIN_LEFT + rgt + 6.0,
+        MARGIN_TOP + t
+    );
+    html! {
+        <>
+            <div class="ruler-box" data-testid="ruler-box" {style}></div>
+            <div class="ruler-label" data-testid="ruler" style={label_style}
+                data-bytes={format!("{:.0}", r.bytes())} data-events={r.events().to_string()}>
+                { r.describe(time) }
+            </div>
+        </>
     }
 }

@@ -6,6 +6,7 @@
 use memlens_core::analysis::compare::{Between, Comparison};
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
+use memlens_core::colour::ColourBy;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineKind;
 use memlens_core::DeviceStats;
@@ -80,6 +81,13 @@ pub enum ToWorker {
         a: u32,
         b: u32,
     },
+    /// Colour a layout's elements by `by` (`memlens_core::colour`).
+    Colours {
+        id: u32,
+        device: u32,
+        kind: TimelineKind,
+        by: ColourBy,
+    },
     /// Search a layout's elements (`memlens_core::layout::search`); `seq` is echoed back.
     Search {
         id: u32,
@@ -88,6 +96,9 @@ pub enum ToWorker {
         seq: u32,
         address: String,
         frame: String,
+        /// `frame` is a regular expression.
+        #[serde(default)]
+        regex: bool,
     },
 }
 
@@ -203,6 +214,15 @@ pub enum FromWorker {
         a: u32,
         b: u32,
         comparison: Box<Comparison>,
+    },
+    /// Reply to [`ToWorker::Colours`]; payload: the `memlens_core::colour::Colouring` (none
+    /// when the file is gone).
+    Colours {
+        id: u32,
+        device: u32,
+        kind: TimelineKind,
+        by: ColourBy,
+        build_ms: f64,
     },
     /// Reply to [`ToWorker::Search`]; payload: [`SearchHits`] (empty when `error` says why the
     /// query could not run).

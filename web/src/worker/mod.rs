@@ -2,6 +2,7 @@
 //! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
 
+pub mod colour;
 pub mod gunzip;
 pub mod history;
 pub mod search;
@@ -225,13 +226,33 @@ fn handle(state: &Shared, data: JsValue) {
             seq,
             address,
             frame,
+            regex,
         } => {
             let mut s = state.borrow_mut();
             let f = s.files.get_mut(&id).map(|f| {
                 layout_for(f, device, kind);
                 (&f.snap, f.layouts.get(&(device, kind)), &mut f.search)
             });
-            crate::worker::search::send_result(f, id, device, kind, seq, &address, &frame);
+            let q = crate::worker::search::Query {
+                address: &address,
+                frame: &frame,
+                regex,
+            };
+            crate::worker::search::send_result(f, id, device, kind, seq, q);
+        }
+        ToWorker::Colours {
+            id,
+            device,
+            kind,
+            by,
+        } => {
+            let mut s = state.borrow_mut();
+            let f = s.files.get_mut(&id).map(|f| {
+                layout_for(f, device, kind);
+                (&f.snap, f.layouts.get(&(device, kind)))
+            });
+            let f = f.and_then(|(snap, l)| Some((snap, l?)));
+            crate::worker::colour::send_colouring(f, id, device, kind, by);
         }
         ToWorker::Context {
             id,

@@ -16,20 +16,31 @@ pub struct SearchCache {
     labels: HashMap<(u32, TimelineKind), AddressLabels>,
 }
 
+/// The search boxes as the request has them.
+pub struct Query<'a> {
+    pub address: &'a str,
+    pub frame: &'a str,
+    /// `frame` is a regular expression.
+    pub regex: bool,
+}
+
 /// Answers a `Search` request (`file`: the snapshot, the layout searched, the cache; `None`
 /// when the file is gone, which is answered with an error).
-#[allow(clippy::too_many_arguments)]
 pub fn send_result(
     file: Option<(&Snapshot, Option<&TimelineLayout>, &mut SearchCache)>,
     id: u32,
     device: u32,
     kind: TimelineKind,
     seq: u32,
-    address: &str,
-    frame: &str,
+    q: Query<'_>,
 ) {
     let t0 = now_ms();
-    let (hits, count, error) = match (file, SearchQuery::new(address, frame)) {
+    let query = if q.regex {
+        SearchQuery::with_regex(q.address, q.frame)
+    } else {
+        SearchQuery::new(q.address, q.frame)
+    };
+    let (hits, count, error) = match (file, query) {
         (_, Err(e)) => (None, 0, Some(e.to_string())),
         (_, Ok(None)) => (None, 0, None),
         (None, _) | (Some((_, None, _)), _) => {

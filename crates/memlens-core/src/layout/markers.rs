@@ -24,6 +24,9 @@ pub struct Marker {
     /// that allocation shows it.
     #[serde(default)]
     pub annotates: Option<(u64, String)>,
+    /// `oom`: the `device_free` the entry reports (what the driver had left).
+    #[serde(default)]
+    pub device_free_bytes: Option<u64>,
 }
 
 /// An `external_annotations` START/END pair (e.g. `ProfilerStep#3`) mapped onto the x axis.
@@ -64,8 +67,8 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
         let size = t.size_bytes.get(r as usize).copied().unwrap_or(0);
         match action {
             Action::Oom => {
-                let free = t
-                    .device_free(r)
+                let device_free = t.device_free(r);
+                let free = device_free
                     .map(|f| format!(", device has {} free", super::axis::format_bytes(f as f64)))
                     .unwrap_or_default();
                 out.push(Marker {
@@ -76,6 +79,7 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
                         super::axis::format_bytes(size as f64)
                     ),
                     annotates: None,
+                    device_free_bytes: device_free,
                 });
             }
             Action::Snapshot => out.push(Marker {
@@ -83,6 +87,7 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
                 kind: MarkerKind::Snapshot,
                 label: format!("snapshot at event {i}"),
                 annotates: None,
+                device_free_bytes: None,
             }),
             Action::Annotate => {
                 let text = t
@@ -96,6 +101,7 @@ pub(super) fn markers(snap: &Snapshot, device: u32) -> (Vec<Marker>, Vec<Region>
                     kind: MarkerKind::Annotate,
                     label: format!("annotate at event {i}: {text}"),
                     annotates: Some((addr, text.to_string())),
+                    device_free_bytes: None,
                 });
             }
             _ => {}

@@ -8,6 +8,7 @@ mod bands;
 mod columns;
 pub mod context;
 mod elements;
+pub mod lines;
 mod lod;
 mod markers;
 mod max_tree;
@@ -17,6 +18,7 @@ mod pools;
 mod preview;
 mod query;
 pub mod render;
+pub mod ruler;
 pub mod search;
 mod stacking;
 pub mod timeline;
@@ -24,7 +26,9 @@ mod tolerance;
 
 pub use paint::{Painter, RecordingPainter, Style};
 pub use pools::PoolResolver;
-pub use render::{render_overview, render_timeline, RenderOptions, RenderStats, TimeMap, Viewport};
+pub use render::{
+    render_overview, render_timeline, BandFilter, RenderOptions, RenderStats, TimeMap, Viewport,
+};
 pub use search::{AddressLabels, Matches, SearchIndex, SearchQuery};
 pub use timeline::{Elements, Marker, MarkerKind, Origin, Region, TimelineKind, TimelineLayout};
 

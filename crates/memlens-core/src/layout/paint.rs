@@ -5,7 +5,8 @@
 /// How a batch of rectangles is drawn. The web painter maps each to a colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Style {
-    /// An allocation band, coloured by palette index (0..10, upstream's tableau10 order).
+    /// An allocation band, coloured by palette index: `0..CATEGORICAL_LEN` upstream's
+    /// tableau10 in its order, then `RAMP_LEN` steps of a dark-to-light ramp.
     Band(u8),
     /// A band of memory allocated before the trace (drawn paler, with the same palette).
     BandBeforeTrace(u8),
@@ -28,10 +29,18 @@ pub enum Style {
     MarkerOom,
     MarkerSnapshot,
     MarkerAnnotate,
+    /// Reserved memory over time (a step line, drawn over the bands).
+    ReservedLine,
+    /// The device's capacity (a horizontal line).
+    Capacity,
 }
 
-/// Number of palette colours bands cycle through.
-pub const PALETTE_LEN: u8 = 10;
+/// Categorical palette colours (tableau10); bands cycle through them by default.
+pub const CATEGORICAL_LEN: u8 = 10;
+/// Steps of the ramp after them (sizes, allocation order).
+pub const RAMP_LEN: u8 = 8;
+/// Palette indices a band may have.
+pub const PALETTE_LEN: u8 = CATEGORICAL_LEN + RAMP_LEN;
 
 /// Something that draws rectangles, given as packed `[x, y, w, h]` quads in CSS pixels.
 pub trait Painter {

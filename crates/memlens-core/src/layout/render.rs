@@ -17,8 +17,9 @@
 //! The x axis is event index or wall-clock time ([`Viewport::with_time`]); the layout stays in
 //! event space and only the viewport's mapping changes.
 
-use super::paint::{Painter, Style, PALETTE_LEN};
+use super::paint::{Painter, Style, CATEGORICAL_LEN, PALETTE_LEN};
 use super::search::Matches;
+use super::timeline::Elements;
 use super::timeline::{MarkerKind, Origin, TimelineLayout};
 use std::sync::Arc;
 
@@ -251,6 +252,38 @@ pub struct RenderOptions<'a> {
     pub selected: Option<usize>,
     /// Search matches to outline, and to mark on the rug.
     pub matches: Option<&'a Matches>,
+    /// A palette index per element (`crate::colour`); `None`: element number mod
+    /// [`CATEGORICAL_LEN`], as upstream.
+    pub colours: Option<&'a [u8]>,
+    /// Bands not drawn (their bytes stay in the grey underlay, so the stack keeps its shape).
+    pub filter: BandFilter,
+}
+
+/// Which bands are left out of the drawing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BandFilter {
+    /// Allocated before the trace (pale bands).
+    pub hide_before_trace: bool,
+    /// Never freed in the trace.
+    pub hide_never_freed: bool,
+    /// Smaller than this.
+    pub min_size_bytes: u64,
+}
+
+impl BandFilter {
+    pub fn is_empty(&self) -> bool {
+        *self == BandFilter::default()
+    }
+    /// Whether element `e` is left out (a private pool's envelope never is).
+    pub fn hides(&self, el: &Elements, e: usize) -> bool {
+        let origin = Origin::from_u8(el.origin.get(e).copied().unwrap_or(0));
+        if origin == Origin::PoolEnvelope {
+            return false;
+        }
+        (self.hide_before_trace && origin.before_trace())
+            || (self.hide_never_freed && el.free_row.get(e).is_none())
+            || el.size_bytes.get(e).copied().unwrap_or(0) < self.min_size_bytes
+    }
 }
 
 /// What a render cost.
@@ -263,8 +296,11 @@ pub struct RenderStats {
 
 const N_BATCH: usize = 2 * PALETTE_LEN as usize + 10;
 
-fn band_batch(origin: Origin, e: usize) -> usize {
-    let c = e % PALETTE_LEN as usize;
+fn band_batch(origin: Origin, e: usize, colours: Option<&[u8]>) -> usize {
+    let c = match colours.and_then(|c| c.get(e)) {
+        Some(&c) => c as usize % PALETTE_LEN as usize,
+        None => e % CATEGORICAL_LEN as usize,
+    };
     if origin == Origin::PoolEnvelope {
         POOL
     } else if origin.before_trace() {
@@ -388,7 +424,7 @@ impl Batches {
 }
 
 /// Pixel columns of the plot, each with its event-space range.
-fn columns(vp: &Viewport) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
+pub(super) fn columns(vp: &Viewport) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
     let w = vp.width_px.clamp(0.0, 16384.0).ceil() as usize;
     let mut a = vp.x_data(0.0);
     (0..w).map(move |c| {
@@ -400,7 +436,7 @@ fn columns(vp: &Viewport) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
 }
 
 /// Highest live total in a column: the total at its middle when it is narrower than an event.
-fn column_top(layout: &TimelineLayout, a: f64, b: f64) -> u64 {
+pub(super) fn column_top(layout: &TimelineLayout, a: f64, b: f64) -> u64 {
     if b - a < 1.0 {
         layout.total_at(((a + b) / 2.0).floor())
     } else {
@@ -505,8 +541,12 @@ pub fn render_timeline(
         {
             continue;
         }
+        if opts.filter.hides(el, e) {
+            continue;
+        }
         stats.elements_visited += 1;
-        let batch = band_batch(Origin::from_u8(el.origin.get(e).copied().unwrap_or(0)), e);
+        let origin = Origin::from_u8(el.origin.get(e).copied().unwrap_or(0));
+        let batch = band_batch(origin, e, opts.colours);
         let matched = opts.matches.is_some_and(|m| m.contains(e));
         emit_element(layout, vp, e, monotone, &mut |r, narrow| {
             if narrow && out.narrow.covered(r) {

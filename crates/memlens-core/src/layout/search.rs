@@ -1,4 +1,6 @@
-//! Search over a timeline's elements, by address (hex) and by stack-frame text, fast enough to
+//! Search over a timeline's elements, by address (hex) and by stack-frame text (a substring, or
+//! a regular expression: `regex-lite`, whose matching is linear in the text, so no pattern can
+//! hang the search; a pattern that does not compile is an error), fast enough to
 //! run on every keystroke with a million allocations: stacks are interned, so a frame query is
 //! matched once per frame and once per stack, never once per allocation; an allocation then
 //! costs one lookup. [`Matches`] is what the renderer needs: membership, the count, and where
@@ -14,6 +16,25 @@ use crate::trace::StackId;
 pub enum SearchError {
     #[error("not a hex address (digits 0-9, a-f, optionally `_<version>`): {0}")]
     BadAddress(String),
+    #[error("not a regular expression: {0}")]
+    BadPattern(String),
+}
+
+/// Compiled patterns are capped at this many bytes of program (a pattern like `(a{1000}){1000}`
+/// is refused instead of taking the worker's memory).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A frame pattern as a case-insensitive regular expression.
+fn frame_regex(pattern: &str) -> Result<regex_lite::Regex, SearchError> {
+    regex_lite::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| {
+            let first = e.to_string();
+            let line = first.lines().last().unwrap_or("").trim().to_string();
+            SearchError::BadPattern(line)
+        })
 }
 
 /// A search: an address pattern, a frame pattern, or both (an element must match both).
@@ -25,6 +46,8 @@ pub struct SearchQuery {
     /// Lowercase text matched as a substring of `file:line:name` of the frames upstream's
     /// filter shows (interpreter and dispatcher frames are not searched).
     pub frame: Option<String>,
+    /// `frame` is a regular expression (matched case-insensitively) instead of a substring.
+    pub frame_is_regex: bool,
 }
 
 impl SearchQuery {
@@ -44,8 +67,24 @@ impl SearchQuery {
         let q = SearchQuery {
             address: (!a.is_empty()).then_some(a),
             frame: (!f.is_empty()).then_some(f),
+            frame_is_regex: false,
         };
         Ok((q.address.is_some() || q.frame.is_some()).then_some(q))
+    }
+
+    /// As [`Self::new`], with the frame box read as a regular expression (as typed, matched
+    /// case-insensitively); a pattern that does not compile is [`SearchError::BadPattern`].
+    pub fn with_regex(address: &str, pattern: &str) -> Result<Option<SearchQuery>, SearchError> {
+        let Some(mut q) = SearchQuery::new(address, pattern)? else {
+            return Ok(None);
+        };
+        if q.frame.is_some() {
+            let p = pattern.trim();
+            frame_regex(p)?;
+            q.frame = Some(p.to_string());
+            q.frame_is_regex = true;
+        }
+        Ok(Some(q))
     }
 
     /// An address-only query (`None` if empty or not hex).
@@ -89,13 +128,17 @@ impl SearchIndex {
 
     /// Which stacks have a shown frame containing `needle` (lowercase), indexed by `StackId`.
     pub fn stacks_matching(&self, snap: &Snapshot, needle: &str) -> Vec<bool> {
+        self.stacks_where(snap, |t| t.contains(needle))
+    }
+
+    /// Which stacks have a shown frame `hit` says yes to, indexed by `StackId`.
+    fn stacks_where(&self, snap: &Snapshot, hit: impl Fn(&str) -> bool) -> Vec<bool> {
         let frame_hit: Vec<bool> = (0..self.shown.len())
             .map(|f| {
                 let (Some(&a), Some(&b)) = (self.offsets.get(f), self.offsets.get(f + 1)) else {
                     return false;
                 };
-                self.shown.get(f).copied().unwrap_or(false)
-                    && self.text.get(a..b).is_some_and(|t| t.contains(needle))
+                self.shown.get(f).copied().unwrap_or(false) && self.text.get(a..b).is_some_and(&hit)
             })
             .collect();
         (0..snap.stacks.len())
@@ -132,7 +175,12 @@ impl SearchIndex {
         };
         bits.resize(words, 0);
         if let Some(f) = q.frame.as_deref() {
-            let stacks = self.stacks_matching(snap, f);
+            let stacks = match q.frame_is_regex.then(|| frame_regex(f)) {
+                // A query built by `with_regex` has compiled once already.
+                Some(Err(_)) => Vec::new(),
+                Some(Ok(re)) => self.stacks_where(snap, |t| re.is_match(t)),
+                None => self.stacks_matching(snap, f),
+            };
             for (w, word) in bits.iter_mut().enumerate() {
                 let mut m = *word;
                 while m != 0 {

@@ -234,7 +234,7 @@ fn rectangles_match_the_geometry() {
         &vp,
         RenderOptions {
             selected: Some(1),
-            matches: None,
+            ..Default::default()
         },
         &mut p,
     );
@@ -602,6 +602,26 @@ fn search_by_address_and_frame_counts_and_marks_matches() {
     assert_eq!(run("1000", "optim"), Vec::<usize>::new());
     assert!(SearchQuery::new("xyz", "").is_err());
     assert_eq!(SearchQuery::new(" ", ""), Ok(None));
+    // A regular expression finds what the substring finds, and more.
+    let re = |a: &str, f: &str| -> Vec<usize> {
+        let q = SearchQuery::with_regex(a, f)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        Matches::new(&l, idx.search(&s, &l.elements, &labels, &q))
+            .iter()
+            .collect()
+    };
+    assert_eq!(re("", "model\\.py"), run("", "model.py"));
+    assert_eq!(re("", "^/m/(model|optim)\\.py:\\d+:"), [0, 1, 2]);
+    assert_eq!(re("", "STEP$"), [1]);
+    assert_eq!(re("1000", "forward"), [0, 2]);
+    match SearchQuery::with_regex("", "model(") {
+        Err(e) => assert!(e.to_string().starts_with("not a regular expression"), "{e}"),
+        Ok(q) => panic!("a bad pattern was accepted: {q:?}"),
+    }
+    // Patterns too large to compile are refused, not built.
+    assert!(SearchQuery::with_regex("", "((a{1000}){1000}){1000}").is_err());
 
     // The rug marks where matches are alive; drawn matches are outlined.
     let q = SearchQuery::new("", "optim")
@@ -617,8 +637,8 @@ fn search_by_address_and_frame_counts_and_marks_matches() {
         &l,
         &vp,
         RenderOptions {
-            selected: None,
             matches: Some(&m),
+            ..Default::default()
         },
         &mut p,
     );
