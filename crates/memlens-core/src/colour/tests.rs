@@ -93,7 +93,7 @@ fn ledger_colours_follow_the_classifier() {
     let by_addr = |a: u64| {
         (0..l.elements.len())
             .find(|&e| l.elements.addr[e] == a)
-            .unwrap()
+            .unwrap_or_else(|| panic!("no element at {a:#x}"))
     };
     assert_eq!(class_at(by_addr(0)), "temporary");
     assert_eq!(class_at(by_addr(8192)), "gradients");
