@@ -7,6 +7,9 @@
 //   one line that opens on click, site-packages and project paths shortened with the full line on
 //   hover, the copy-stack button; the MLU backend's settings variable and device names;
 // - every number of the summary strip and the state view has a hover definition;
+// - exports: the timeline as PNG and SVG (zoomed: the SVG's bands and rectangles = the canvas's,
+//   the annotate marks in it), the state map as PNG, a Diagnosis table as CSV (rows = the
+//   table's rows), copy link;
 // - the page's icon is inline, so no request fails.
 // Screenshots go to tests/out/panel-*.png.
 //
@@ -222,6 +225,96 @@ test('every number of the summary strip and the state view explains itself', asy
   await page.hover('[data-testid=state-numbers] [data-metric=state_fragmentation_pct]');
   await page.screenshot({ path: path.join(OUT, 'panel-definitions.png') });
   await page.selectOption('[data-testid=view-select]', 'timeline');
+});
+
+/** Clicks `selector` (or runs `act`) and returns the downloaded file's name and bytes. */
+async function download(act) {
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), act()]);
+  const p = await dl.path();
+  return { name: dl.suggestedFilename(), bytes: fs.readFileSync(p) };
+}
+
+/** Parses an SVG in the page: rectangles per group class, and the plot's data attributes. */
+async function readSvg(text) {
+  return page.evaluate((t) => {
+    const d = new DOMParser().parseFromString(t, 'image/svg+xml');
+    if (d.querySelector('parsererror')) return { error: d.querySelector('parsererror').textContent };
+    const plot = d.querySelector('g.plot');
+    const count = (sel) => [...plot.querySelectorAll(sel)].reduce((n, g) => n + g.querySelectorAll('rect').length, 0);
+    return {
+      bands: Number(plot.dataset.bands), rects: Number(plot.dataset.rects), bandRectsAttr: Number(plot.dataset.bandRects),
+      bandRects: count('g.band, g.band-before-trace, g.pool-envelope'), allRects: plot.querySelectorAll('rect').length,
+      annotate: count('g.marker-annotate'),
+    };
+  }, text);
+}
+
+test('exports: timeline PNG and SVG at the drawn zoom, state PNG, table CSV, copy link', async () => {
+  const real = fs.existsSync(path.join(SNAPS, REAL)) ? path.join(SNAPS, REAL) : path.join(FIXTURES, 'p4_snapshot.pickle');
+  await openFile(real);
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2);
+  await page.mouse.wheel(0, -400);
+  await page.waitForFunction(() => /x0=/.test(location.hash));
+  await page.waitForTimeout(300);
+  const drawn = await canvas.evaluate((c) => ({ bands: Number(c.dataset.bands), rects: Number(c.dataset.rects), w: c.width, h: c.height }));
+  assert.ok(drawn.bands > 0);
+
+  const svgFile = await download(() => page.click('[data-testid=export-svg]'));
+  assert.match(svgFile.name, /-timeline\.svg$/);
+  const svg = await readSvg(svgFile.bytes.toString());
+  assert.equal(svg.error, undefined);
+  assert.equal(svg.bands, drawn.bands, 'bands in the SVG = bands drawn on the canvas');
+  assert.equal(svg.rects, drawn.rects, 'rectangles in the SVG = rectangles drawn');
+  assert.equal(svg.allRects, drawn.rects);
+  assert.equal(svg.bandRects, svg.bandRectsAttr);
+  fs.writeFileSync(path.join(OUT, 'panel-export-timeline.svg'), svgFile.bytes);
+
+  const png = await download(() => page.click('[data-testid=export-png]'));
+  assert.match(png.name, /-timeline\.png$/);
+  assert.equal(png.bytes.subarray(1, 4).toString(), 'PNG');
+  assert.equal(png.bytes.readUInt32BE(16), drawn.w, 'the PNG is the canvas');
+  assert.equal(png.bytes.readUInt32BE(20), drawn.h);
+  fs.writeFileSync(path.join(OUT, 'panel-export-timeline.png'), png.bytes);
+
+  // Copy link: the page's address with its hash (the view state).
+  await page.click('[data-testid=copy-link]');
+  await page.waitForSelector('[data-testid=copy-link][data-copied=true]');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), await page.evaluate(() => location.href));
+
+  // The state map as PNG.
+  await page.selectOption('[data-testid=view-select]', 'state');
+  await page.waitForSelector('[data-testid=state-numbers] [data-metric]', { timeout: 30000 });
+  await page.waitForTimeout(300);
+  const statePng = await download(() => page.click('[data-testid=export-png]'));
+  assert.match(statePng.name, /-state\.png$/);
+  assert.equal(statePng.bytes.subarray(1, 4).toString(), 'PNG');
+  fs.writeFileSync(path.join(OUT, 'panel-export-state.png'), statePng.bytes);
+
+  // A Diagnosis table as CSV: as many rows as the table.
+  await page.selectOption('[data-testid=view-select]', 'diagnosis');
+  await page.waitForSelector('main.content table tr', { timeout: 60000 });
+  await page.focus('[data-testid=export-csv]');
+  const labels = await page.$$eval('[data-testid=export-csv] option', (o) => o.map((x) => x.textContent));
+  assert.ok(labels.length >= 2, `tables listed: ${labels}`);
+  const want = await page.$$eval('main.content table', (t) => t.map((x) => x.querySelectorAll('tr').length));
+  const csv = await download(() => page.selectOption('[data-testid=export-csv]', { index: 1 }));
+  assert.match(csv.name, /-diagnosis-.+\.csv$/);
+  const lines = csv.bytes.toString().trimEnd().split('\n');
+  assert.equal(lines.length, want[0], 'CSV rows = table rows');
+  assert.ok(lines[0].split(',').length >= 2);
+  await page.screenshot({ path: path.join(OUT, 'panel-exports.png') });
+  await page.selectOption('[data-testid=view-select]', 'timeline');
+});
+
+test('exports: the annotated fixture\'s SVG holds its two annotate marks', async () => {
+  await openFile(path.join(FIXTURES, 'annotated.pickle'));
+  const svgFile = await download(() => page.click('[data-testid=export-svg]'));
+  const svg = await readSvg(svgFile.bytes.toString());
+  assert.equal(svg.annotate, 2);
+  const drawn = await page.locator('[data-testid=timeline-canvas]').evaluate((c) => Number(c.dataset.bands));
+  assert.equal(svg.bands, drawn);
 });
 
 test('no page errors', () => {

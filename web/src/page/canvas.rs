@@ -6,6 +6,7 @@ use crate::page::theme;
 use crate::wire::clock::now_ms;
 use memlens_core::layout::axis::{bytes_ticks, count_ticks, time_ticks};
 use memlens_core::layout::lines::{fit_with_lines, render_lines};
+use memlens_core::layout::svg::Paint;
 use memlens_core::layout::{
     render_overview, render_timeline, BandFilter, Matches, Painter, RenderOptions, RenderStats,
     Style, TimeMap, TimelineLayout, Viewport,
@@ -19,6 +20,51 @@ pub const MARGIN_LEFT: f64 = 76.0;
 pub const MARGIN_RIGHT: f64 = 12.0;
 pub const MARGIN_TOP: f64 = 18.0;
 pub const MARGIN_BOTTOM: f64 = 24.0;
+
+/// How each style is drawn: the canvas and the exported SVG (`crate::page::exports`) use this
+/// one mapping.
+pub fn paint_of(style: Style) -> Paint {
+    let c = theme::colours();
+    let (fill, stroke, alpha): (Option<String>, Option<(&str, f64)>, f64) = match style {
+        Style::Band(i) => (c.bands.get(i as usize).map(|s| s.to_string()), None, 1.0),
+        Style::BandBeforeTrace(i) => (
+            Some(theme::pale(
+                c.bands.get(i as usize).copied().unwrap_or("#808080"),
+                c,
+            )),
+            None,
+            1.0,
+        ),
+        Style::Thin => (Some(c.thin.into()), None, 1.0),
+        Style::Selected => (None, Some((c.outline, 2.0)), 1.0),
+        Style::Match => (None, Some(("#d62728", 1.5)), 1.0),
+        Style::MatchRug => (Some("#d62728".into()), None, 0.9),
+        Style::PoolEnvelope => (Some(c.pool_fill.into()), Some((c.pool_stroke, 1.0)), 1.0),
+        Style::Overview => (Some("#4e79a7".into()), None, 0.8),
+        Style::Region => (Some("#6b6bd6".into()), None, 0.10),
+        Style::MarkerOom => (Some("#d62728".into()), None, 1.0),
+        Style::MarkerSnapshot => (Some(c.marker_snapshot.into()), None, 0.6),
+        Style::MarkerAnnotate => (Some("#8e44ad".into()), None, 0.8),
+        Style::ReservedLine => (Some(c.reserved_line.into()), None, 0.85),
+        Style::Capacity => (Some(c.capacity_line.into()), None, 1.0),
+    };
+    Paint {
+        fill,
+        stroke: stroke.map(|(s, w)| (s.to_string(), w)),
+        alpha,
+    }
+}
+
+thread_local! {
+    /// The viewport and options of the timeline drawn last on screen: what an export redraws.
+    static LAST_TIMELINE: std::cell::RefCell<Option<(Viewport, Option<usize>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The viewport (and pinned element) of the timeline drawn last on screen.
+pub fn last_timeline() -> Option<(Viewport, Option<usize>)> {
+    LAST_TIMELINE.with(|l| l.borrow().clone())
+}
 
 struct CanvasPainter<'a> {
     ctx: &'a CanvasRenderingContext2d,
@@ -39,27 +85,11 @@ impl Painter for CanvasPainter<'_> {
 impl CanvasPainter<'_> {
     fn rects_now(&mut self, style: Style, xywh: &[f32]) {
         let ctx = self.ctx;
-        let c = theme::colours();
-        let pale;
-        let (fill, stroke, alpha): (Option<&str>, Option<(&str, f64)>, f64) = match style {
-            Style::Band(i) => (c.bands.get(i as usize).copied(), None, 1.0),
-            Style::BandBeforeTrace(i) => {
-                pale = theme::pale(c.bands.get(i as usize).copied().unwrap_or("#808080"), c);
-                (Some(pale.as_str()), None, 1.0)
-            }
-            Style::Thin => (Some(c.thin), None, 1.0),
-            Style::Selected => (None, Some((c.outline, 2.0)), 1.0),
-            Style::Match => (None, Some(("#d62728", 1.5)), 1.0),
-            Style::MatchRug => (Some("#d62728"), None, 0.9),
-            Style::PoolEnvelope => (Some(c.pool_fill), Some((c.pool_stroke, 1.0)), 1.0),
-            Style::Overview => (Some("#4e79a7"), None, 0.8),
-            Style::Region => (Some("#6b6bd6"), None, 0.10),
-            Style::MarkerOom => (Some("#d62728"), None, 1.0),
-            Style::MarkerSnapshot => (Some(c.marker_snapshot), None, 0.6),
-            Style::MarkerAnnotate => (Some("#8e44ad"), None, 0.8),
-            Style::ReservedLine => (Some(c.reserved_line), None, 0.85),
-            Style::Capacity => (Some(c.capacity_line), None, 1.0),
-        };
+        let Paint {
+            fill,
+            stroke,
+            alpha,
+        } = paint_of(style);
         ctx.set_global_alpha(alpha);
         ctx.begin_path();
         for r in xywh.chunks_exact(4) {
@@ -70,13 +100,13 @@ impl CanvasPainter<'_> {
                 r[3] as f64,
             );
         }
-        if let Some(f) = fill {
+        if let Some(f) = &fill {
             ctx.set_fill_style_str(f);
             ctx.fill();
         }
-        if let Some((s, w)) = stroke {
+        if let Some((s, w)) = &stroke {
             ctx.set_stroke_style_str(s);
-            ctx.set_line_width(w);
+            ctx.set_line_width(*w);
             ctx.stroke();
         }
         ctx.set_global_alpha(1.0);
@@ -306,6 +336,14 @@ pub fn draw_timeline(
         render_ms: now_ms() - t_render,
         paint_ms: p.paint_ms,
     };
+    if canvas.is_connected() {
+        LAST_TIMELINE
+            .with(|l| *l.borrow_mut() = Some((vp.clone(), opts.selected.map(|s| s as usize))));
+    }
+    if canvas.is_connected() {
+        LAST_TIMELINE
+            .with(|l| *l.borrow_mut() = Some((vp.clone(), opts.selected.map(|s| s as usize))));
+    }
     // Memory from before the trace: everything left of x = 1.
     if x0 < 1.0 {
         let xb = MARGIN_LEFT + vp.x_px(1.0);

@@ -9,6 +9,7 @@ pub mod canvas;
 pub mod compare_view;
 pub mod diagnosis;
 pub mod event_list;
+pub mod exports;
 pub mod grew;
 pub mod history_canvas;
 pub mod history_view;

@@ -44,7 +44,7 @@ pub fn stack_text(c: &ElementContext) -> String {
 }
 
 /// Copies `text` with the async clipboard API; false when the page may not.
-fn copy_to_clipboard(text: &str) -> bool {
+pub fn copy_to_clipboard(text: &str) -> bool {
     let Some(w) = web_sys::window() else {
         return false;
     };

@@ -21,6 +21,7 @@ pub mod render;
 pub mod ruler;
 pub mod search;
 mod stacking;
+pub mod svg;
 pub mod timeline;
 mod tolerance;
 
