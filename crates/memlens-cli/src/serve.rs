@@ -1,24 +1,30 @@
 //! `memlens serve`: the viewer with snapshots already open, for a remote GPU node reached
 //! through an SSH port forward (`ssh -L 8080:127.0.0.1:8080 node`). A tiny HTTP/1.1 server on
 //! std::net that listens on 127.0.0.1 unless told otherwise (`--allow-remote`), answers GET and
-//! HEAD only, reads at most `MAX_HEAD_BYTES` of a request, refuses Host names that are not
-//! loopback (DNS rebinding), and serves exactly two kinds of path from a fixed table: the
-//! embedded single-file viewer at `/`, and each file named on the command line at
-//! `/files/<n>/<name>`. No path reaches the file system, so no path can escape.
+//! HEAD only (a single `Range` honoured), reads at most `MAX_HEAD_BYTES` of a request within
+//! `HEAD_DEADLINE` (so idle or slow connections let go of their thread), answers a malformed or
+//! oversized request 400, refuses Host names that are not loopback (DNS rebinding), and serves
+//! exactly two kinds of path from a fixed table: the embedded single-file viewer at `/`, and each
+//! file named on the command line at `/files/<n>/<name>`. Paths are compared as sent, never
+//! decoded or joined to a folder, so no encoding of `..` can escape (tests/serve_hardening.rs).
 
 use crate::html::{page_with, viewer, viewer_csp, Preload};
 use crate::load::CliError;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The most a request line plus headers may take.
 const MAX_HEAD_BYTES: usize = 16 * 1024;
-/// Connections handled at once; more are closed unanswered.
-const MAX_CONNECTIONS: usize = 64;
+/// The longest a client may take to send its request line and headers.
+const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+/// Connections handled at once (a thread each, mostly waiting); more are closed unanswered.
+const MAX_CONNECTIONS: usize = 512;
+/// Stack of a connection's thread: it parses one head and copies a file.
+const THREAD_STACK_BYTES: usize = 256 * 1024;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -144,12 +150,14 @@ pub fn run(a: Args) -> Result<(), CliError> {
         let (site, mine) = (site.clone(), active.clone());
         let spawned = std::thread::Builder::new()
             .name("memlens-serve".into())
+            .stack_size(THREAD_STACK_BYTES)
             .spawn(move || {
                 if let Err(e) = handle(&site, stream) {
                     if !matches!(
                         e.kind(),
                         io::ErrorKind::BrokenPipe
                             | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::UnexpectedEof
                             | io::ErrorKind::WouldBlock
                             | io::ErrorKind::TimedOut
                     ) {
@@ -165,11 +173,21 @@ pub fn run(a: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Reads the request head (up to the blank line); `None` when it is longer than allowed.
-fn read_head(stream: &mut TcpStream) -> io::Result<Option<String>> {
+/// Reads the request head (up to the blank line) within [`HEAD_DEADLINE`]; `None` when it is
+/// longer than allowed.
+fn read_head(stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
+    let deadline = Instant::now() + HEAD_DEADLINE;
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
     loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "request head too slow",
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
         let n = stream.read(&mut buf)?;
         if n == 0 {
             return Err(io::Error::new(
@@ -180,7 +198,7 @@ fn read_head(stream: &mut TcpStream) -> io::Result<Option<String>> {
         head.extend_from_slice(buf.get(..n).unwrap_or_default());
         if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
             head.truncate(end);
-            return Ok(Some(String::from_utf8_lossy(&head).into_owned()));
+            return Ok(Some(head));
         }
         if head.len() > MAX_HEAD_BYTES {
             return Ok(None);
@@ -235,7 +253,6 @@ fn plain(w: &mut impl Write, status: &str, body: &str, extra: Vec<(&str, &str)>)
 }
 
 fn handle(site: &Site, mut stream: TcpStream) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(120)))?;
     let r = respond(site, &mut stream);
     // Close gently: stop sending, then read what the client still sends (the rest of an
@@ -247,82 +264,169 @@ fn handle(site: &Site, mut stream: TcpStream) -> io::Result<()> {
     r
 }
 
-fn respond(site: &Site, stream: &mut TcpStream) -> io::Result<()> {
-    let head = read_head(stream)?;
-    let mut w = BufWriter::new(stream);
-    let Some(head) = head else {
-        return plain(
-            &mut w,
-            "431 Request Header Fields Too Large",
-            "request too large\n",
-            vec![],
-        );
+/// A request the server answers: GET or HEAD of a path, with its headers.
+struct Request<'a> {
+    head_only: bool,
+    path: &'a str,
+    headers: Vec<(&'a str, &'a str)>,
+}
+
+impl Request<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Why a request is not served: its status line, body and extra headers.
+type Refusal = (
+    &'static str,
+    &'static str,
+    Vec<(&'static str, &'static str)>,
+);
+
+const BAD_REQUEST: &str = "400 Bad Request";
+
+/// Parses a request head: a request line of three parts (an origin-form target, `HTTP/1.x`),
+/// then `name: value` lines of visible ASCII.
+fn parse(head: &[u8]) -> Result<Request<'_>, Refusal> {
+    let bad = || (BAD_REQUEST, "bad request\n", vec![]);
+    let text = std::str::from_utf8(head).map_err(|_| bad())?;
+    if text
+        .bytes()
+        .any(|b| b.is_ascii_control() && b != b'\r' && b != b'\n' && b != b'\t')
+    {
+        return Err(bad());
+    }
+    let mut lines = text.split("\r\n");
+    let mut parts = lines.next().unwrap_or_default().split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
     };
-    let mut lines = head.split("\r\n");
-    let request = lines.next().unwrap_or_default();
-    let mut parts = request.split(' ');
-    let (method, target, version) = (parts.next(), parts.next(), parts.next());
-    let (Some(method), Some(target), Some(version)) = (method, target, version) else {
-        return plain(&mut w, "400 Bad Request", "bad request\n", vec![]);
-    };
-    if !version.starts_with("HTTP/1.") || parts.next().is_some() {
-        return plain(&mut w, "400 Bad Request", "bad request\n", vec![]);
+    if !matches!(version, "HTTP/1.0" | "HTTP/1.1") || !target.starts_with('/') {
+        return Err(bad());
+    }
+    let mut headers = Vec::new();
+    for l in lines {
+        let (k, v) = l.split_once(':').ok_or_else(bad)?;
+        if k.is_empty() || k.contains([' ', '\t']) {
+            return Err(bad());
+        }
+        headers.push((k, v.trim()));
     }
     let head_only = match method {
         "GET" => false,
         "HEAD" => true,
         _ => {
-            return plain(
-                &mut w,
+            return Err((
                 "405 Method Not Allowed",
                 "only GET and HEAD\n",
                 vec![("Allow", "GET, HEAD")],
-            )
+            ))
         }
     };
-    if !site.allow_remote {
-        let host = lines.find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case("host").then(|| v.trim())
-        });
-        if host.is_some_and(|h| !loopback_host(h)) {
-            return plain(&mut w, "403 Forbidden", "not a loopback Host\n", vec![]);
-        }
-    }
     let path = target.split(['?', '#']).next().unwrap_or_default();
-    if path == "/" || path == "/index.html" {
-        write_head(
-            &mut w,
-            &Reply {
-                status: "200 OK",
-                content_type: "text/html; charset=utf-8",
-                length: site.page.len() as u64,
-                extra: vec![("Content-Security-Policy", site.csp.as_str())],
-            },
-        )?;
-        if !head_only {
-            w.write_all(site.page.as_bytes())?;
-        }
-        return w.flush();
+    Ok(Request {
+        head_only,
+        path,
+        headers,
+    })
+}
+
+/// The bytes a `Range` header asks of a body of `len` bytes: `Ok(None)` for the whole body
+/// (no header, or one this server does not serve in part: several ranges, other units,
+/// malformed ones, all ignored as RFC 9110 allows), `Err(())` when it lies past the end (416).
+fn range(header: Option<&str>, len: u64) -> Result<Option<(u64, u64)>, ()> {
+    let Some(spec) = header.and_then(|h| h.trim().strip_prefix("bytes=")) else {
+        return Ok(None);
+    };
+    let Some((a, b)) = spec.trim().split_once('-') else {
+        return Ok(None);
+    };
+    let num = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())).then(|| s.parse().ok())?
+    };
+    let (first, last) = match (a, num(a), num(b)) {
+        ("", _, Some(n)) if n > 0 => (len.saturating_sub(n), len.saturating_sub(1)),
+        (_, Some(f), None) if b.is_empty() => (f, len.saturating_sub(1)),
+        (_, Some(f), Some(l)) if f <= l => (f, l.min(len.saturating_sub(1))),
+        _ => return Ok(None),
+    };
+    if first >= len {
+        return Err(());
     }
-    let Some((_, file)) = site.files.iter().find(|(url, _)| url == path) else {
+    Ok(Some((first, last)))
+}
+
+fn respond(site: &Site, stream: &mut TcpStream) -> io::Result<()> {
+    let head = read_head(stream)?;
+    let mut w = BufWriter::new(stream);
+    let Some(head) = head else {
+        return plain(&mut w, BAD_REQUEST, "request too large\n", vec![]);
+    };
+    let req = match parse(&head) {
+        Ok(r) => r,
+        Err((status, body, extra)) => return plain(&mut w, status, body, extra),
+    };
+    if !site.allow_remote && req.header("host").is_some_and(|h| !loopback_host(h)) {
+        return plain(&mut w, "403 Forbidden", "not a loopback Host\n", vec![]);
+    }
+    if req.path == "/" || req.path == "/index.html" {
+        let extra = vec![("Content-Security-Policy", site.csp.as_str())];
+        let mut body = io::Cursor::new(site.page.as_bytes());
+        return send(&mut w, &req, "text/html; charset=utf-8", &mut body, extra);
+    }
+    let Some((_, file)) = site.files.iter().find(|(url, _)| url == req.path) else {
         return plain(&mut w, "404 Not Found", "not found\n", vec![]);
     };
     let Ok(mut f) = std::fs::File::open(file) else {
         return plain(&mut w, "404 Not Found", "the file is gone\n", vec![]);
     };
-    let length = f.metadata()?.len();
-    write_head(
-        &mut w,
-        &Reply {
-            status: "200 OK",
-            content_type: "application/octet-stream",
-            length,
-            extra: vec![],
-        },
-    )?;
-    if !head_only {
-        io::copy(&mut (&mut f).take(length), &mut w)?;
+    send(&mut w, &req, "application/octet-stream", &mut f, vec![])
+}
+
+/// Answers with `body` whole (200) or the part its `Range` asks for (206, or 416).
+fn send(
+    w: &mut impl Write,
+    req: &Request<'_>,
+    content_type: &str,
+    body: &mut (impl Read + Seek),
+    extra: Vec<(&str, &str)>,
+) -> io::Result<()> {
+    let len = body.seek(SeekFrom::End(0))?;
+    let part = range(req.header("range"), len);
+    let content_range = match part {
+        Ok(None) => None,
+        Ok(Some((a, b))) => Some(format!("bytes {a}-{b}/{len}")),
+        Err(()) => Some(format!("bytes */{len}")),
+    };
+    let mut extra: Vec<(&str, &str)> = extra;
+    extra.push(("Accept-Ranges", "bytes"));
+    if let Some(c) = content_range.as_deref() {
+        extra.push(("Content-Range", c));
+    }
+    let (status, first, count) = match part {
+        Ok(None) => ("200 OK", 0, len),
+        Ok(Some((a, b))) => ("206 Partial Content", a, b - a + 1),
+        Err(()) => {
+            let body = "range not satisfiable\n";
+            return plain(w, "416 Range Not Satisfiable", body, extra);
+        }
+    };
+    let reply = Reply {
+        status,
+        content_type,
+        length: count,
+        extra,
+    };
+    write_head(w, &reply)?;
+    if !req.head_only {
+        body.seek(SeekFrom::Start(first))?;
+        io::copy(&mut body.take(count), w)?;
     }
     w.flush()
 }
@@ -360,6 +464,57 @@ mod tests {
         assert!(matches!(parse_bind("[::1]"), Ok(ip) if ip.is_loopback()));
         assert!(matches!(parse_bind("0.0.0.0"), Ok(ip) if !ip.is_loopback()));
         assert!(parse_bind("gpu-node").is_err());
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(range(None, 100), Ok(None));
+        assert_eq!(range(Some("bytes=0-9"), 100), Ok(Some((0, 9))));
+        assert_eq!(range(Some("bytes=90-"), 100), Ok(Some((90, 99))));
+        assert_eq!(range(Some("bytes=-10"), 100), Ok(Some((90, 99))));
+        assert_eq!(range(Some("bytes=-500"), 100), Ok(Some((0, 99))));
+        assert_eq!(range(Some("bytes=50-500"), 100), Ok(Some((50, 99))));
+        assert_eq!(range(Some("bytes=100-"), 100), Err(()));
+        assert_eq!(range(Some("bytes=0-0"), 0), Err(()));
+        for ignored in [
+            "bytes=0-1,5-6",
+            "bytes=9-1",
+            "bytes=-0",
+            "bytes=a-b",
+            "items=0-1",
+            "bytes=+1-2",
+            "bytes=99999999999999999999-",
+        ] {
+            assert_eq!(range(Some(ignored), 100), Ok(None), "{ignored}");
+        }
+    }
+
+    #[test]
+    fn request_heads() {
+        let ok =
+            parse(b"GET /files/0/a.pickle?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-1");
+        let r = ok.unwrap_or_else(|e| panic!("{}", e.0));
+        assert_eq!((r.path, r.head_only), ("/files/0/a.pickle", false));
+        assert_eq!(r.header("RANGE"), Some("bytes=0-1"));
+        for bad in [
+            &b"GARBAGE"[..],
+            b"GET / HTTP/2.0",
+            b"GET  / HTTP/1.1",
+            b"GET http://127.0.0.1/ HTTP/1.1",
+            b"GET * HTTP/1.1",
+            b"GET / HTTP/1.1 extra",
+            b"GET / HTTP/1.1\r\nno colon",
+            b"GET / HTTP/1.1\r\n folded: value",
+            b"GET / HTTP/1.1\r\nHost: a\x00b",
+            b"GET /\xff HTTP/1.1",
+        ] {
+            let got = parse(bad).err().map(|e| e.0);
+            assert_eq!(got, Some(BAD_REQUEST), "{}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(
+            parse(b"POST / HTTP/1.1").err().map(|e| e.0),
+            Some("405 Method Not Allowed")
+        );
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn every_command_reports_bad_input_in_one_line_and_exits_2() {
     let good_s = good.to_string_lossy().into_owned();
     let good_bytes = std::fs::read(&good).unwrap_or_default();
     let svg = dir.join("out.svg").to_string_lossy().into_owned();
+    let tables = dir.join("tables").to_string_lossy().into_owned();
     for (name, bytes, fragment) in bad_files(&good_bytes) {
         let path = dir.join(name);
         std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
@@ -155,6 +156,7 @@ fn every_command_reports_bad_input_in_one_line_and_exits_2() {
         check(&["memory", &f, "-o", &svg], &f, fragment);
         check(&["compare", &f, &good_s, "-o", &svg], &f, fragment);
         check(&["compare", &good_s, &f, "-o", &svg], &f, fragment);
+        check(&["export", &f, "-o", &tables], &f, fragment);
     }
     let missing = dir
         .join("no such file.pickle")

@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn scratch_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("memlens-{tag}-{}", std::process::id()));
@@ -208,12 +209,19 @@ impl Drop for Server {
 
 /// Sends one raw request; returns (status line, headers, body).
 fn request(addr: &str, raw: &str) -> (String, String, Vec<u8>) {
+    request_bytes(addr, raw.as_bytes())
+}
+
+/// Sends raw bytes; the answer must come within 30 s.
+fn request_bytes(addr: &str, raw: &[u8]) -> (String, String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{addr}: {e}"));
-    s.write_all(raw.as_bytes())
+    s.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap_or_else(|e| panic!("{e}"));
+    let raw_text = String::from_utf8_lossy(raw);
+    let _ = s.write_all(raw);
     let mut resp = Vec::new();
     s.read_to_end(&mut resp)
-        .unwrap_or_else(|e| panic!("{e}: after sending {raw:.60}"));
+        .unwrap_or_else(|e| panic!("{e}: after sending {raw_text:.60}"));
     let end = resp
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -231,23 +239,27 @@ fn get(addr: &str, path: &str) -> (String, String, Vec<u8>) {
     )
 }
 
-#[test]
-fn serve_answers_real_http_requests_on_loopback() {
-    let dir = scratch_dir("serve");
-    if !has_viewer(&dir) {
-        return;
-    }
-    let good = good_snapshot(&dir);
+/// A running `memlens serve FILES --port 0 EXTRA...` and its address (`127.0.0.1:PORT`); its
+/// stdout is kept open (the server may still write to it).
+struct Running {
+    addr: String,
+    _server: Server,
+    _out: Option<BufReader<std::process::ChildStdout>>,
+}
+
+fn start_server(files: &[&Path], extra: &[&str]) -> Running {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(["serve", &good.to_string_lossy(), "--port", "0"])
+        .arg("serve")
+        .args(files)
+        .args(["--port", "0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
     let stdout = child.stdout.take();
-    let _server = Server(child);
+    let server = Server(child);
     let mut first = String::new();
-    // Kept open until the end: the server may still be writing to it.
     let mut out = stdout.map(BufReader::new);
     if let Some(out) = out.as_mut() {
         out.read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
@@ -259,7 +271,23 @@ fn serve_answers_real_http_requests_on_loopback() {
         .and_then(|s| s.split('/').next())
         .unwrap_or_else(|| panic!("no URL in {first:?}"))
         .to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{first}");
+    Running {
+        addr,
+        _server: server,
+        _out: out,
+    }
+}
+
+#[test]
+fn serve_answers_real_http_requests_on_loopback() {
+    let dir = scratch_dir("serve");
+    if !has_viewer(&dir) {
+        return;
+    }
+    let good = good_snapshot(&dir);
+    let running = start_server(&[&good], &[]);
+    let addr = running.addr.clone();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
 
     let (status, headers, body) = get(&addr, "/");
     assert_eq!(status, "HTTP/1.1 200 OK");
@@ -323,11 +351,228 @@ fn serve_answers_real_http_requests_on_loopback() {
     let _ = s.write_all(big.as_bytes());
     let mut resp = String::new();
     let _ = s.read_to_string(&mut resp);
-    assert!(resp.starts_with("HTTP/1.1 431"), "{resp:.80}");
+    assert!(resp.starts_with("HTTP/1.1 400"), "{resp:.80}");
     assert_eq!(
         request(&addr, "GARBAGE\r\n\r\n").0,
         "HTTP/1.1 400 Bad Request"
     );
-    drop(out);
+    drop(running);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Beside the served snapshot; no path may reach it.
+const SECRET: &str = "memlens-secret-9f3c";
+
+fn refused(status: &str, body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    (status == "HTTP/1.1 404 Not Found" || status == "HTTP/1.1 400 Bad Request")
+        && !text.contains(SECRET)
+        && !text.contains("root:")
+}
+
+#[test]
+fn serve_refuses_path_traversal_in_every_encoding() {
+    let dir = scratch_dir("serve-traversal");
+    if !has_viewer(&dir) {
+        return;
+    }
+    let good = good_snapshot(&dir);
+    let secret = dir.join("secret.txt");
+    std::fs::write(&secret, SECRET).unwrap_or_else(|e| panic!("{e}"));
+    let running = start_server(&[&good], &[]);
+    let abs = secret.to_string_lossy().into_owned();
+    let mut paths: Vec<String> = [
+        "/files/0/../secret.txt",
+        "/files/0/%2e%2e/secret.txt",
+        "/files/0/%2e%2e%2fsecret.txt",
+        "/files/0/%2E%2E%2Fsecret.txt",
+        "/files/0/..%2fsecret.txt",
+        "/files/0/..%5csecret.txt",
+        "/files/0/..\\secret.txt",
+        "/files/0/%252e%252e%252fsecret.txt",
+        "/files/0/%c0%ae%c0%ae/secret.txt",
+        "/files/0/good%20snapshot.pickle/../secret.txt",
+        "/files/0/good%20snapshot.pickle/..%2f..%2fsecret.txt",
+        "/files/0/good%20snapshot.pickle%00.txt",
+        "/../../../../etc/passwd",
+        "/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+        "/..%2f..%2f..%2fetc%2fpasswd",
+        "//etc/passwd",
+        "/etc/passwd",
+        "http://127.0.0.1/etc/passwd",
+        "file:///etc/passwd",
+        "C:\\Windows\\win.ini",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    paths.push(abs.clone());
+    paths.push(format!("/{abs}"));
+    paths.push(format!(
+        "/files/0/..%2f..%2f..%2f..%2f..%2f..%2f..%2f..{}",
+        abs.replace('/', "%2f")
+    ));
+    for path in &paths {
+        for method in ["GET", "HEAD"] {
+            let raw = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+            let (status, _, body) = request(&running.addr, &raw);
+            assert!(refused(&status, &body), "{method} {path}: {status}");
+        }
+    }
+    // The real file is still served: the refusals are not a server that refuses everything.
+    assert_eq!(
+        get(&running.addr, "/files/0/good%20snapshot.pickle").0,
+        "HTTP/1.1 200 OK"
+    );
+    drop(running);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_answers_malformed_and_oversized_requests_400_and_keeps_serving() {
+    let dir = scratch_dir("serve-malformed");
+    if !has_viewer(&dir) {
+        return;
+    }
+    let good = good_snapshot(&dir);
+    let running = start_server(&[&good], &[]);
+    let long_line = format!(
+        "GET /{} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let many_headers = format!("GET / HTTP/1.1\r\n{}\r\n", "X-A: b\r\n".repeat(3_000));
+    let mut junk: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    junk.extend_from_slice(b"\r\n\r\n");
+    let cases: Vec<Vec<u8>> = vec![
+        long_line.into_bytes(),
+        many_headers.into_bytes(),
+        junk,
+        b"GARBAGE\r\n\r\n".to_vec(),
+        b"GET /\r\nHost: 127.0.0.1\r\n\r\n".to_vec(),
+        b"GET / HTTP/9.9\r\n\r\n".to_vec(),
+        b"GET / HTTP/1.1 trailing\r\n\r\n".to_vec(),
+        b"GET  /  HTTP/1.1\r\n\r\n".to_vec(),
+        b"GET / HTTP/1.1\r\nno colon here\r\n\r\n".to_vec(),
+        b"GET / HTTP/1.1\r\n folded: header\r\n\r\n".to_vec(),
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\x00evil\r\n\r\n".to_vec(),
+        b"GET /\xff\xfe HTTP/1.1\r\n\r\n".to_vec(),
+        b"\r\n\r\n".to_vec(),
+    ];
+    for raw in &cases {
+        let (status, _, _) = request_bytes(&running.addr, raw);
+        assert_eq!(
+            status,
+            "HTTP/1.1 400 Bad Request",
+            "{:.80}",
+            String::from_utf8_lossy(raw)
+        );
+    }
+    // A client that sends half a request and leaves does not stop the server.
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(&running.addr).unwrap_or_else(|e| panic!("{e}"));
+        let _ = s.write_all(b"GET /files/0/good%20snap");
+    }
+    let (status, _, body) = get(&running.addr, "/files/0/good%20snapshot.pickle");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(body, std::fs::read(&good).unwrap_or_default());
+    drop(running);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_answers_a_real_request_beside_100_idle_connections_and_drops_them() {
+    let dir = scratch_dir("serve-idle");
+    if !has_viewer(&dir) {
+        return;
+    }
+    let good = good_snapshot(&dir);
+    let running = start_server(&[&good], &[]);
+    let mut idle: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(&running.addr).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    // Half of them send the start of a request line and stall (slowloris).
+    for s in idle.iter_mut().step_by(2) {
+        let _ = s.write_all(b"GET / HT");
+    }
+    let t = Instant::now();
+    let (status, _, body) = get(&running.addr, "/files/0/good%20snapshot.pickle");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(body, std::fs::read(&good).unwrap_or_default());
+    // Waiting for the idle ones to time out (10 s) would mean they blocked it.
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "answered after {:?}",
+        t.elapsed()
+    );
+    // The server lets go of a stalled connection by itself: it closes it within its deadline.
+    let s = &mut idle[0];
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rest = Vec::new();
+    let closed = s.read_to_end(&mut rest);
+    assert!(closed.is_ok() && rest.is_empty(), "{closed:?} {rest:?}");
+    drop(idle);
+    drop(running);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_handles_head_and_range() {
+    let dir = scratch_dir("serve-range");
+    if !has_viewer(&dir) {
+        return;
+    }
+    let good = good_snapshot(&dir);
+    let bytes = std::fs::read(&good).unwrap_or_default();
+    let len = bytes.len();
+    assert!(len > 100);
+    let running = start_server(&[&good], &[]);
+    let addr = &running.addr;
+    let file = "/files/0/good%20snapshot.pickle";
+    let ask = |method: &str, range: &str| {
+        request(
+            addr,
+            &format!("{method} {file} HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: {range}\r\n\r\n"),
+        )
+    };
+    let (status, headers, body) = ask("GET", "bytes=0-9");
+    assert_eq!(status, "HTTP/1.1 206 Partial Content");
+    assert!(
+        headers.contains(&format!("Content-Range: bytes 0-9/{len}")),
+        "{headers}"
+    );
+    assert!(headers.contains("Content-Length: 10"), "{headers}");
+    assert_eq!(body, bytes[..10]);
+    let (status, _, body) = ask("GET", "bytes=-7");
+    assert_eq!(status, "HTTP/1.1 206 Partial Content");
+    assert_eq!(body, bytes[len - 7..]);
+    let (status, _, body) = ask("GET", &format!("bytes={}-", len - 20));
+    assert_eq!(status, "HTTP/1.1 206 Partial Content");
+    assert_eq!(body, bytes[len - 20..]);
+    let (status, headers, _) = ask("GET", &format!("bytes={len}-"));
+    assert_eq!(status, "HTTP/1.1 416 Range Not Satisfiable");
+    assert!(
+        headers.contains(&format!("Content-Range: bytes */{len}")),
+        "{headers}"
+    );
+    let (status, _, body) = ask("GET", "bytes=0-1,5-6");
+    assert_eq!(status, "HTTP/1.1 200 OK", "several ranges: the whole file");
+    assert_eq!(body, bytes);
+    let (status, headers, body) = ask("HEAD", "bytes=10-19");
+    assert_eq!(status, "HTTP/1.1 206 Partial Content");
+    assert!(headers.contains("Content-Length: 10"), "{headers}");
+    assert!(body.is_empty());
+    let (_, _, page) = get(addr, "/");
+    let (status, headers, body) = request(addr, "HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(
+        headers.contains(&format!("Content-Length: {}", page.len())),
+        "{headers}"
+    );
+    assert!(headers.contains("Accept-Ranges: bytes"), "{headers}");
+    assert!(body.is_empty());
+    drop(running);
     let _ = std::fs::remove_dir_all(&dir);
 }
