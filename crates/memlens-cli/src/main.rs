@@ -8,7 +8,6 @@ mod flamegraph;
 mod fmt;
 mod gate;
 mod html;
-mod hugepages;
 mod load;
 mod serve;
 mod stats;
@@ -17,9 +16,6 @@ mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-
-#[global_allocator]
-static ALLOC: hugepages::HugePageAlloc = hugepages::HugePageAlloc;
 
 #[derive(Parser)]
 #[command(
