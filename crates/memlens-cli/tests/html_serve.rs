@@ -278,14 +278,23 @@ fn start_server(files: &[&Path], extra: &[&str]) -> Running {
     }
 }
 
-#[test]
-fn serve_answers_real_http_requests_on_loopback() {
-    let dir = scratch_dir("serve");
+/// A scratch folder holding the good snapshot, served alone; `None` (after a NOTICE) when this
+/// binary has no viewer.
+fn serving(tag: &str) -> Option<(PathBuf, PathBuf, Running)> {
+    let dir = scratch_dir(tag);
     if !has_viewer(&dir) {
-        return;
+        return None;
     }
     let good = good_snapshot(&dir);
     let running = start_server(&[&good], &[]);
+    Some((dir, good, running))
+}
+
+#[test]
+fn serve_answers_real_http_requests_on_loopback() {
+    let Some((dir, good, running)) = serving("serve") else {
+        return;
+    };
     let addr = running.addr.clone();
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
 
@@ -372,14 +381,11 @@ fn refused(status: &str, body: &[u8]) -> bool {
 
 #[test]
 fn serve_refuses_path_traversal_in_every_encoding() {
-    let dir = scratch_dir("serve-traversal");
-    if !has_viewer(&dir) {
+    let Some((dir, _, running)) = serving("serve-traversal") else {
         return;
-    }
-    let good = good_snapshot(&dir);
+    };
     let secret = dir.join("secret.txt");
     std::fs::write(&secret, SECRET).unwrap_or_else(|e| panic!("{e}"));
-    let running = start_server(&[&good], &[]);
     let abs = secret.to_string_lossy().into_owned();
     let mut paths: Vec<String> = [
         "/files/0/../secret.txt",
@@ -430,12 +436,9 @@ fn serve_refuses_path_traversal_in_every_encoding() {
 
 #[test]
 fn serve_answers_malformed_and_oversized_requests_400_and_keeps_serving() {
-    let dir = scratch_dir("serve-malformed");
-    if !has_viewer(&dir) {
+    let Some((dir, good, running)) = serving("serve-malformed") else {
         return;
-    }
-    let good = good_snapshot(&dir);
-    let running = start_server(&[&good], &[]);
+    };
     let long_line = format!(
         "GET /{} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         "a".repeat(20_000)
@@ -483,12 +486,9 @@ fn serve_answers_malformed_and_oversized_requests_400_and_keeps_serving() {
 
 #[test]
 fn serve_answers_a_real_request_beside_100_idle_connections_and_drops_them() {
-    let dir = scratch_dir("serve-idle");
-    if !has_viewer(&dir) {
+    let Some((dir, good, running)) = serving("serve-idle") else {
         return;
-    }
-    let good = good_snapshot(&dir);
-    let running = start_server(&[&good], &[]);
+    };
     let mut idle: Vec<TcpStream> = (0..100)
         .map(|_| TcpStream::connect(&running.addr).unwrap_or_else(|e| panic!("{e}")))
         .collect();
