@@ -3,6 +3,7 @@
 //! decompressed as it is read, for every verb.
 
 use flate2::bufread::MultiGzDecoder;
+use memlens_core::range::EventRange;
 use memlens_core::Snapshot;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
@@ -74,9 +75,58 @@ pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
     Ok(v)
 }
 
-/// Loads a snapshot, naming the file last on failure. Files are streamed in chunks, so memory
-/// holds the model, not the file.
+/// `--last N` / `--range FROM..TO`: the part of every trace the commands read (global options,
+/// given once per run; see `memlens_core::range`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Part {
+    /// Read only the last N events of each device's trace (allocations from before them are
+    /// kept as allocations from before the trace; the segments are the file's).
+    #[arg(long, global = true, value_name = "N", conflicts_with = "range")]
+    pub last: Option<u32>,
+    /// Read only these events of each device: FROM..TO (0-based, TO excluded, either end may
+    /// be left out), a time range since the first event (1.5s..3s, 200ms.., ..900us), or last:N.
+    #[arg(long, global = true, value_name = "FROM..TO", value_parser = parse_range)]
+    pub range: Option<EventRange>,
+}
+
+fn parse_range(s: &str) -> Result<EventRange, String> {
+    EventRange::parse(s).map_err(|e| e.to_string())
+}
+
+impl Part {
+    pub fn range(&self) -> Option<EventRange> {
+        self.last.map(EventRange::Last).or(self.range)
+    }
+}
+
+static PART: std::sync::OnceLock<Option<EventRange>> = std::sync::OnceLock::new();
+
+/// Sets the part every [`load`] of this run reads (once, at start).
+pub fn set_part(part: Option<EventRange>) {
+    let _ = PART.set(part);
+}
+
+/// The part set by [`set_part`], if any.
+pub fn part() -> Option<EventRange> {
+    PART.get().copied().flatten()
+}
+
+/// Loads a snapshot (only the part of its trace given by `--last`/`--range`, if any), naming
+/// the file last on failure.
 pub fn load(path: &str) -> Result<Snapshot, CliError> {
+    let snap = load_whole(path)?;
+    match part() {
+        None => Ok(snap),
+        Some(r) => {
+            let name = if path == "-" { "<stdin>" } else { path };
+            memlens_core::range::slice(snap, &r).map_err(|e| CliError(format!("{e}: {name}")))
+        }
+    }
+}
+
+/// Loads a whole snapshot, naming the file last on failure. Files are streamed in chunks, so
+/// memory holds the model, not the file.
+fn load_whole(path: &str) -> Result<Snapshot, CliError> {
     let name = if path == "-" { "<stdin>" } else { path };
     let (r, len) = open(path)?;
     memlens_core::load_reader(r, len).map_err(|e| CliError(format!("{e}: {name}")))

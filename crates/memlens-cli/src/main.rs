@@ -10,6 +10,7 @@ mod gate;
 mod html;
 mod load;
 mod serve;
+mod slice;
 mod stats;
 mod synth;
 mod trace;
@@ -26,6 +27,8 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    #[command(flatten)]
+    part: load::Part,
 }
 
 #[derive(Subcommand)]
@@ -46,6 +49,8 @@ enum Cmd {
     Check(gate::CheckArgs),
     /// Write snapshots as columnar tables (Parquet: trace, allocations, segments, blocks, frames, stacks, stats) for DuckDB, Polars or Spark.
     Export(export::Args),
+    /// Write part of a snapshot (`--last N` or `--range FROM..TO`) as a smaller pickle that torch's `_memory_viz` reads.
+    Slice(slice::Args),
     /// Write a snapshot pickle from a simulated CUDA caching allocator (any size, seeded).
     Synth(synth::Args),
     /// The viewer as one HTML file that opens from disk, or a report with snapshots embedded (like `_memory_viz trace_plot`, offline).
@@ -95,6 +100,13 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // The viewer commands embed or serve files as they are; a part of one is `memlens slice`'s.
+    if cli.part.range().is_some() && matches!(cli.cmd, Cmd::Synth(_) | Cmd::Html(_) | Cmd::Serve(_))
+    {
+        eprintln!("memlens: --last/--range apply to the commands that read snapshots (write a part first: memlens slice FILE --last N -o PART.pickle)");
+        return ExitCode::from(2);
+    }
+    load::set_part(cli.part.range());
     let r = match cli.cmd {
         Cmd::Stats(a) => stats::run(a),
         Cmd::Diagnose(a) => diagnose::run(a),
@@ -104,6 +116,7 @@ fn main() -> ExitCode {
         Cmd::Compare(a) => gated(flamegraph::run_compare(a)),
         Cmd::Check(a) => gated(gate::run_check(a)),
         Cmd::Export(a) => export::run(a),
+        Cmd::Slice(a) => slice::run(a),
         Cmd::Synth(a) => synth::run(a),
         Cmd::Html(a) => html::run(a),
         Cmd::Serve(a) => serve::run(a),

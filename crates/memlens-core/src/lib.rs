@@ -11,6 +11,7 @@ pub mod flame;
 pub mod layout;
 pub mod loader;
 pub mod model;
+pub mod range;
 pub mod raw;
 pub mod replay;
 pub mod state;

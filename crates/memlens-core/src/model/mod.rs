@@ -3,6 +3,7 @@
 
 pub mod glossary;
 pub mod normalize;
+pub mod save;
 pub mod settings;
 pub mod stats;
 

@@ -438,7 +438,8 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
         warnings,
     };
     drop(a);
-    trace_warnings(&mut snap);
+    let w = trace_warnings(&snap);
+    snap.warnings.extend(w);
     Ok(snap)
 }
 
@@ -571,7 +572,7 @@ fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
 
 /// Warnings about the trace: frees of allocations the trace never saw (history enabled late,
 /// or the ring buffer overflowed and dropped the oldest entries).
-fn trace_warnings(s: &mut Snapshot) {
+pub(crate) fn trace_warnings(s: &Snapshot) -> Vec<String> {
     let mut new = Vec::new();
     for dt in &s.device_traces {
         let mut live: rustc_hash::FxHashSet<u64> = Default::default();
@@ -597,5 +598,5 @@ fn trace_warnings(s: &mut Snapshot) {
             ));
         }
     }
-    s.warnings.extend(new);
+    new
 }

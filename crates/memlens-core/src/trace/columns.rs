@@ -67,3 +67,40 @@ impl TraceColumns {
         })
     }
 }
+
+impl TraceColumns {
+    /// The entries of `ranges` (rows, in the order given; clipped to the columns) as new
+    /// columns, their extras renumbered.
+    pub fn select(&self, ranges: &[std::ops::Range<usize>]) -> TraceColumns {
+        let mut c = TraceColumns::default();
+        let (mut streams, mut contexts, mut metadata) = (
+            self.stream.cursor(),
+            self.compile_context.cursor(),
+            self.user_metadata.cursor(),
+        );
+        for r in ranges {
+            let (start, end) = (r.start.min(self.len()), r.end.min(self.len()));
+            let first_out = c.len() as u32;
+            for row in start..end.max(start) {
+                c.action.push(self.action[row]);
+                c.addr.push(self.addr[row]);
+                c.size_bytes.push(self.size_bytes[row]);
+                c.stream.push(streams.at(row).unwrap_or(0));
+                c.time_us.push(self.time_us[row]);
+                c.stack.push(self.stack[row]);
+                c.compile_context
+                    .push(contexts.at(row).unwrap_or(StrId::EMPTY));
+                c.user_metadata
+                    .push(metadata.at(row).unwrap_or(StrId::EMPTY));
+            }
+            let from = self.extras.partition_point(|(x, _)| (*x as usize) < start);
+            for (x, e) in self.extras[from..]
+                .iter()
+                .take_while(|(x, _)| (*x as usize) < end)
+            {
+                c.extras.push((first_out + (*x - start as u32), e.clone()));
+            }
+        }
+        c
+    }
+}
