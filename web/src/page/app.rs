@@ -507,6 +507,9 @@ pub fn app() -> Html {
                 if let Some(i) = &info {
                     <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
                 }
+                if let Some(r) = &state.range {
+                    <span class="muted small" data-testid="range" title="files open with this part of each device's trace (#range= in the URL)">{ format!("part: {r}") }</span>
+                }
             </header>
             if let Some(e) = error {
                 <div class="banner-error" role="alert" data-testid="error">

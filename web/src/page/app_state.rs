@@ -33,6 +33,8 @@ pub struct HashState {
     pub compare_a: Option<String>,
     /// Timelines: colour mode, lines, filters (`crate::page::view_options`).
     pub opts: TimelineOptions,
+    /// Files are opened in part (`range=last:1000`, `range=100..900`: `memlens_core::range`).
+    pub range: Option<String>,
 }
 
 fn decode_component(s: &str) -> String {
@@ -63,6 +65,7 @@ impl HashState {
                 "event" => h.event = v.parse().ok(),
                 "axis" => h.time_axis = v == "time",
                 "a" if !v.is_empty() => h.compare_a = Some(decode_component(v)),
+                "range" if !v.is_empty() => h.range = Some(decode_component(v)),
                 _ => {
                     h.opts.parse_pair(k, &decode_component(v));
                 }
@@ -95,6 +98,9 @@ impl HashState {
             parts.push(format!("a={}", encode_component(a)));
         }
         parts.extend(self.opts.hash_parts());
+        if let Some(r) = &self.range {
+            parts.push(format!("range={}", encode_component(r)));
+        }
         format!("#{}", parts.join("&"))
     }
 
@@ -256,6 +262,8 @@ pub struct AppState {
     pub opts: TimelineOptions,
     /// The latest colouring the worker sent, for (layout, mode).
     pub colouring: Option<(LayoutKey, ColourBy, Rc<Colouring>)>,
+    /// The part of each trace files are opened with (the hash's `range=`).
+    pub range: Option<String>,
 }
 
 pub enum Action {
@@ -537,6 +545,7 @@ impl AppState {
                 .and_then(|(a, _)| self.file(a))
                 .map(|f| f.name.clone()),
             opts: self.opts,
+            range: self.range.clone(),
         }
     }
 
@@ -567,6 +576,7 @@ impl AppState {
     /// Applies a hash: switch to the named file if it is open (else remember it), then device,
     /// view and window.
     fn apply_hash(&mut self, h: HashState) {
+        self.range = h.range.clone();
         if let Some(name) = &h.file {
             let found = self
                 .files

@@ -21,7 +21,7 @@ use crate::wire::protocol::ToWorker;
 use gloo_events::EventListener;
 use js_sys::{Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -35,21 +35,67 @@ const STATE_TIMEOUT_MS: f64 = 10_000.0;
 /// Trunk writes this next to `index.html` (`data-loader-shim` on the worker link).
 pub const WORKER_URL: &str = "./memlens-worker_loader.js";
 
-/// The worker and the messages waiting for it to be ready.
+/// The worker (replaced by a fresh one when it dies), the messages waiting for it to be ready,
+/// and the files it was handed.
 struct Port {
-    worker: Worker,
+    worker: RefCell<Worker>,
     ready: Cell<bool>,
     queue: RefCell<Vec<JsValue>>,
+    files: RefCell<HashMap<u32, Handed>>,
+    /// Files opened again in a new worker, whose `Loaded` the page already had; requests wait
+    /// in `held` until they are loaded there.
+    reopening: RefCell<HashSet<u32>>,
+    held: RefCell<Vec<JsValue>>,
+}
+
+/// A file handed to the worker: what it takes to open it again in a new worker.
+struct Handed {
+    name: String,
+    blob: Blob,
+    loaded: bool,
 }
 
 impl Port {
     fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
         let m = pack::message(msg, extra);
-        if self.ready.get() {
-            let _ = self.worker.post_message(&m);
-        } else {
+        let opens = matches!(msg, ToWorker::Open { .. } | ToWorker::Cancel { .. });
+        if !opens && !self.reopening.borrow().is_empty() {
+            self.held.borrow_mut().push(m);
+        } else if !self.ready.get() {
             self.queue.borrow_mut().push(m);
+        } else {
+            let _ = self.worker.borrow().post_message(&m);
         }
+    }
+
+    /// A file opened again is loaded (or failed) in the new worker: once all are, the requests
+    /// held meanwhile go out.
+    fn reopened(&self, id: u32) -> bool {
+        let was = self.reopening.borrow_mut().remove(&id);
+        if was && self.reopening.borrow().is_empty() {
+            let worker = self.worker.borrow();
+            for m in self.held.borrow_mut().drain(..) {
+                let _ = worker.post_message(&m);
+            }
+        }
+        was
+    }
+
+    /// Hands a file to the worker (and keeps its blob, a reference to the file's bytes).
+    fn open(&self, id: u32, name: String, blob: Blob) {
+        self.send(
+            &ToWorker::Open {
+                id,
+                name: name.clone(),
+                state_first: state_view_shown(),
+                range: hash_value("range"),
+            },
+            &[("file", blob.clone().into())],
+        );
+        let loaded = false;
+        self.files
+            .borrow_mut()
+            .insert(id, Handed { name, blob, loaded });
     }
 }
 
@@ -145,18 +191,96 @@ pub struct Bridge {
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
-    _onmessage: EventListener,
+    replies: Rc<Replies>,
 }
 
-/// What the bridge's message listener acts on.
+/// What the bridge's worker listeners act on.
 struct Replies {
     port: Rc<Port>,
     requested: Rc<RefCell<HashSet<LayoutKey>>>,
     state_sent_ms: Rc<Cell<Option<f64>>>,
     dispatch: UseReducerDispatcher<AppState>,
+    /// The listeners on the current worker.
+    listeners: RefCell<Vec<EventListener>>,
+}
+
+/// Listens to `worker`'s messages and to its death (an uncaught error: a wasm trap, which is
+/// what running out of memory is in wasm, or a bug).
+fn attach(replies: &Rc<Replies>, worker: &Worker) {
+    let weak = Rc::downgrade(replies);
+    let on_message = EventListener::new(worker, "message", move |ev| {
+        if let (Some(r), Some(ev)) = (weak.upgrade(), ev.dyn_ref::<MessageEvent>()) {
+            r.on_message(&ev.data());
+        }
+    });
+    let weak = Rc::downgrade(replies);
+    let options = gloo_events::EventListenerOptions::enable_prevent_default();
+    let on_error = EventListener::new_with_options(worker, "error", options, move |ev| {
+        // Handled here: the page reports it in its banner, not as an uncaught error.
+        ev.prevent_default();
+        let why = ev
+            .dyn_ref::<web_sys::ErrorEvent>()
+            .map(|e| e.message())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "no message".into());
+        if let Some(r) = weak.upgrade() {
+            r.restart(&why);
+        }
+    });
+    *replies.listeners.borrow_mut() = vec![on_message, on_error];
 }
 
 impl Replies {
+    /// The worker died: files it was reading fail with the reason, a new worker starts, and the
+    /// files it had loaded are opened again there (the page keeps showing them meanwhile).
+    fn restart(self: &Rc<Self>, why: &str) {
+        web_sys::console::warn_1(&format!("memlens: the decoding worker died: {why}").into());
+        self.port.worker.borrow().terminate();
+        self.listeners.borrow_mut().clear();
+        let lost: Vec<u32> = {
+            let mut files = self.port.files.borrow_mut();
+            let lost: Vec<u32> = files
+                .iter()
+                .filter(|(_, f)| !f.loaded)
+                .map(|(&id, _)| id)
+                .collect();
+            files.retain(|_, f| f.loaded);
+            lost
+        };
+        let message = format!("the decoding worker stopped ({why}); most often this file needs more memory than a browser tab can give (try the CLI, or part of the file: #range=last:N); the viewer restarted the worker");
+        for id in lost {
+            self.dispatch.dispatch(Action::Failed {
+                id,
+                message: message.clone(),
+            });
+        }
+        self.port.ready.set(false);
+        self.port.queue.borrow_mut().clear();
+        self.port.held.borrow_mut().clear();
+        self.state_sent_ms.set(None);
+        self.requested.borrow_mut().clear();
+        let worker = match start_worker() {
+            Ok(w) => w,
+            Err(e) => {
+                web_sys::console::error_1(&e.into());
+                return;
+            }
+        };
+        *self.port.worker.borrow_mut() = worker.clone();
+        attach(self, &worker);
+        let again: Vec<(u32, String, Blob)> = self
+            .port
+            .files
+            .borrow_mut()
+            .drain()
+            .map(|(id, f)| (id, f.name, f.blob))
+            .collect();
+        for (id, name, blob) in again {
+            self.port.reopening.borrow_mut().insert(id);
+            self.port.open(id, name, blob);
+        }
+    }
+
     fn on_message(&self, data: &JsValue) {
         let reply = match Reply::decode(data) {
             Ok(r) => r,
@@ -168,12 +292,27 @@ impl Replies {
         match &reply {
             Reply::Ready => {
                 self.port.ready.set(true);
+                let worker = self.port.worker.borrow();
                 for m in self.port.queue.borrow_mut().drain(..) {
-                    let _ = self.port.worker.post_message(&m);
+                    let _ = worker.post_message(&m);
                 }
             }
             Reply::WarmUpLayout(l) => crate::page::canvas::warm_up(l),
+            Reply::Failed { id, .. } => {
+                self.port.files.borrow_mut().remove(id);
+                self.port.reopened(*id);
+            }
+            Reply::Loaded { id, .. } if self.port.reopened(*id) => {
+                // Opened again in a new worker: the page has it already.
+                if let Some(f) = self.port.files.borrow_mut().get_mut(id) {
+                    f.loaded = true;
+                }
+                return;
+            }
             Reply::Loaded { id, info } => {
+                if let Some(f) = self.port.files.borrow_mut().get_mut(id) {
+                    f.loaded = true;
+                }
                 // The worker sends the default layout unasked (unless the page opened on the
                 // state view, which asks for it).
                 if let Some(dev) = info.default_device.filter(|_| info.layout_follows) {
@@ -213,23 +352,23 @@ impl Bridge {
     pub fn new(dispatch: UseReducerDispatcher<AppState>) -> Result<Bridge, String> {
         let worker = start_worker()?;
         let port = Rc::new(Port {
-            worker: worker.clone(),
+            worker: RefCell::new(worker.clone()),
             ready: Cell::new(false),
             queue: RefCell::new(Vec::new()),
+            files: RefCell::default(),
+            reopening: RefCell::default(),
+            held: RefCell::default(),
         });
         let requested: Rc<RefCell<HashSet<LayoutKey>>> = Rc::default();
         let state_sent_ms: Rc<Cell<Option<f64>>> = Rc::default();
-        let replies = Replies {
+        let replies = Rc::new(Replies {
             port: port.clone(),
             requested: requested.clone(),
             state_sent_ms: state_sent_ms.clone(),
             dispatch: dispatch.clone(),
-        };
-        let onmessage = EventListener::new(&worker, "message", move |ev| {
-            if let Some(ev) = ev.dyn_ref::<MessageEvent>() {
-                replies.on_message(&ev.data());
-            }
+            listeners: RefCell::default(),
         });
+        attach(&replies, &worker);
         Ok(Bridge {
             port,
             next_id: Cell::new(1),
@@ -242,7 +381,7 @@ impl Bridge {
             compare_asked: Cell::default(),
             cancelled: Rc::default(),
             dispatch,
-            _onmessage: onmessage,
+            replies,
         })
     }
 
@@ -265,14 +404,7 @@ impl Bridge {
             at_ms: now_ms(),
             size_bytes: file.size(),
         });
-        self.send(
-            &ToWorker::Open {
-                id,
-                name,
-                state_first: state_view_shown(),
-            },
-            &[("file", file.into())],
-        );
+        self.port.open(id, name, file.into());
     }
 
     /// Shows `name` as loading at once, then hands the worker the blob once `bytes` gives it
@@ -301,14 +433,7 @@ impl Bridge {
                 return;
             }
             match r {
-                Ok(blob) => port.send(
-                    &ToWorker::Open {
-                        id,
-                        name,
-                        state_first: state_view_shown(),
-                    },
-                    &[("file", blob.into())],
-                ),
+                Ok(blob) => port.open(id, name, blob),
                 Err(message) => dispatch.dispatch(Action::Failed { id, message }),
             }
         });
@@ -348,6 +473,7 @@ impl Bridge {
 
     pub fn cancel(&self, id: u32) {
         self.cancelled.borrow_mut().insert(id);
+        self.port.files.borrow_mut().remove(&id);
         self.send(&ToWorker::Cancel { id }, &[]);
         self.dispatch.dispatch(Action::Cancelled { id });
     }
@@ -465,17 +591,22 @@ impl Bridge {
 
 impl Drop for Bridge {
     fn drop(&mut self) {
-        self.port.worker.terminate();
+        self.replies.listeners.borrow_mut().clear();
+        self.port.worker.borrow().terminate();
     }
 }
 
 /// Whether the page shows the Allocator State History (the URL hash holds the view).
 fn state_view_shown() -> bool {
-    web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .is_some_and(|h| {
-            h.trim_start_matches('#')
-                .split('&')
-                .any(|kv| kv == "view=state")
-        })
+    hash_value("view").as_deref() == Some("state")
+}
+
+/// The value of `key` in the URL hash (`#view=state&range=last:1000`), decoded.
+fn hash_value(key: &str) -> Option<String> {
+    let h = web_sys::window()?.location().hash().ok()?;
+    let v = h
+        .trim_start_matches('#')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))?;
+    js_sys::decode_uri_component(v).ok()?.as_string()
 }

@@ -24,6 +24,10 @@ pub enum ToWorker {
         /// the state history before the exact timeline layout.
         #[serde(default)]
         state_first: bool,
+        /// Only this part of each device's trace (the page's `#range=`, read by
+        /// `memlens_core::range::EventRange::parse`).
+        #[serde(default)]
+        range: Option<String>,
     },
     Cancel {
         id: u32,

@@ -116,7 +116,10 @@ fn handle(state: &Shared, data: JsValue) {
     };
     match msg {
         ToWorker::Open {
-            id, state_first, ..
+            id,
+            state_first,
+            range,
+            ..
         } => {
             let file = pack::field(&data, "file");
             let st = state.clone();
@@ -128,6 +131,8 @@ fn handle(state: &Shared, data: JsValue) {
                     Ok(blob) => read_blob(&st, id, &blob).await,
                     Err(_) => Err("nothing to open".to_string()),
                 };
+                let res =
+                    res.and_then(|(snap, bytes)| Ok((part_of(snap, range.as_deref())?, bytes)));
                 if st.borrow_mut().cancelled.remove(&id) {
                     return;
                 }
@@ -280,6 +285,18 @@ fn handle(state: &Shared, data: JsValue) {
     }
 }
 
+/// The part of the snapshot the page's `#range=` asks for (the whole one without it).
+fn part_of(snap: Snapshot, range: Option<&str>) -> Result<Snapshot, String> {
+    use memlens_core::range::{slice, EventRange};
+    match range {
+        None => Ok(snap),
+        Some(r) => {
+            let r = EventRange::parse(r).map_err(|e| e.to_string())?;
+            slice(snap, &r).map_err(|e| e.to_string())
+        }
+    }
+}
+
 fn is_cancelled(st: &Shared, id: u32) -> bool {
     st.borrow().cancelled.contains(&id)
 }
@@ -304,7 +321,7 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
         let end = (off + chunk_bytes(total)).min(total);
         let part = blob
             .slice_with_f64_and_f64(off, end)
-            .map_err(|e| format!("cannot read the file: {e:?}"))?;
+            .map_err(|e| format!("cannot read the file: {}", js_message(&e)))?;
         let p = part.array_buffer();
         let _ = p.catch(ignore);
         Ok((p, end))
@@ -325,7 +342,7 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
         }
         let ab = JsFuture::from(promise)
             .await
-            .map_err(|e| format!("cannot read the file: {e:?}"))?;
+            .map_err(|e| format!("cannot read the file: {}", js_message(&e)))?;
         push_js(&mut loader, &mut buf, &Uint8Array::new(&ab))?;
         post(&FromWorker::Progress {
             id,
@@ -359,6 +376,15 @@ async fn read_gzip(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
         return Err("cancelled".into());
     }
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
+}
+
+/// The message of a JS error (`NotReadableError: ...` when the file went away), without Rust's
+/// debug wrapping.
+fn js_message(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| format!("{}: {}", String::from(e.name()), String::from(e.message())))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// Feeds bytes held by JS to the loader, copying them into wasm memory a slice at a time: the
