@@ -192,17 +192,24 @@ pub fn slice(mut s: Snapshot, range: &EventRange) -> Result<Snapshot, RangeError
         replace_device_segments(&mut s, device, segments, blocks);
     }
     // An annotation is kept when its device's part spans its time (or either has no time).
-    let spans: Vec<(u32, bool, Option<(i64, i64)>)> = traces
+    let spans: Vec<Span> = traces
         .iter()
         .zip(&rows)
-        .map(|(t, r)| (t.device, r.is_empty(), time_span(&s, r.clone())))
+        .map(|(t, r)| Span {
+            device: t.device,
+            empty: r.is_empty(),
+            times: time_span(&s, r.clone()),
+        })
         .collect();
     s.external_annotations.retain(|a| {
         let t = a.time_us;
-        match spans.iter().find(|(d, _, _)| *d == a.device) {
+        match spans.iter().find(|x| x.device == a.device) {
             None => true,
-            Some((_, _, Some((lo, hi)))) => t == TIME_NONE || (*lo..=*hi).contains(&t),
-            Some((_, empty, None)) => !empty,
+            Some(Span {
+                times: Some((lo, hi)),
+                ..
+            }) => t == TIME_NONE || (*lo..=*hi).contains(&t),
+            Some(x) => !x.empty,
         }
     });
     // The warnings about the trace are the part's (it has more frees from before it).
@@ -213,6 +220,13 @@ pub fn slice(mut s: Snapshot, range: &EventRange) -> Result<Snapshot, RangeError
     let part_warnings = crate::model::normalize::trace_warnings(&s);
     s.warnings.extend(part_warnings);
     Ok(s)
+}
+
+/// A device's selected rows: whether there are none, and their first and last time.
+struct Span {
+    device: u32,
+    empty: bool,
+    times: Option<(i64, i64)>,
 }
 
 /// First and last time of the rows `r` (`None` when it has no time).
