@@ -1,7 +1,8 @@
-//! Fragmentation along the trace and at every `oom`, read from the Allocator State History:
-//! reserved, allocated, inactive_split, whole free segments and the largest free block per pool,
-//! at up to [`MAX_SAMPLES`] evenly spaced events (fewer when the state has many blocks, so the
-//! work stays bounded by [`SAMPLE_BLOCK_BUDGET`] block visits).
+//! Fragmentation along the trace and at every `oom`, read from allocator states ([`States`]: a
+//! built Allocator State History seeked, or [`SampledStates`] reconstructed at just the events
+//! [`wanted`] lists): reserved, allocated, inactive_split, whole free segments and the largest
+//! free block per pool, at up to [`MAX_SAMPLES`] evenly spaced events (fewer when the state has
+//! many blocks, so the work stays bounded by [`SAMPLE_BLOCK_BUDGET`] block visits).
 //!
 //! At an `oom` the pool asked is the default pool of the entry's stream, small for requests of
 //! at most 1 MiB (as torch picks it), large above; the request "would have fit" when the pool's
@@ -9,13 +10,105 @@
 
 use crate::model::Snapshot;
 use crate::replay::EventIdx;
-use crate::state::{AllocatorHistory, SegmentKind, State, StateNumbers};
+use crate::state::{AllocatorHistory, SampledStates, SegmentKind, State, StateNumbers};
 use serde::{Deserialize, Serialize};
 
 pub const MAX_SAMPLES: usize = 256;
 pub const SAMPLE_BLOCK_BUDGET: usize = 4_000_000;
 /// Requests up to this size go to the small pool.
 const SMALL_REQUEST_BYTES: u64 = 1 << 20;
+
+/// Where the analysis reads allocator states from.
+pub trait States {
+    fn device(&self) -> u32;
+    /// Number of trace entries of the device.
+    fn events(&self) -> usize;
+    /// Event indices of the `oom` entries.
+    fn oom_events(&self) -> Vec<usize>;
+    /// The state after `event` (`None`: before the first entry).
+    fn state(&mut self, event: Option<EventIdx>) -> &State;
+}
+
+/// A built history and the state it is seeked to.
+pub struct Seeked<'h> {
+    history: &'h AllocatorHistory,
+    state: State,
+}
+
+impl<'h> Seeked<'h> {
+    pub fn new(history: &'h AllocatorHistory) -> Seeked<'h> {
+        Seeked {
+            history,
+            state: history.state_at(None),
+        }
+    }
+}
+
+impl States for Seeked<'_> {
+    fn device(&self) -> u32 {
+        self.history.device()
+    }
+    fn events(&self) -> usize {
+        self.history.events()
+    }
+    fn oom_events(&self) -> Vec<usize> {
+        self.history.ooms().collect()
+    }
+    fn state(&mut self, event: Option<EventIdx>) -> &State {
+        self.history
+            .seek(&mut self.state, event.map(|e| e as usize));
+        &self.state
+    }
+}
+
+impl States for SampledStates {
+    fn device(&self) -> u32 {
+        SampledStates::device(self)
+    }
+    fn events(&self) -> usize {
+        SampledStates::events(self)
+    }
+    fn oom_events(&self) -> Vec<usize> {
+        self.ooms().collect()
+    }
+    fn state(&mut self, event: Option<EventIdx>) -> &State {
+        self.state_at(event.map(|e| e as usize))
+    }
+}
+
+/// The events [`over_time`] samples, given the number of trace entries and the number of
+/// blocks of the last state.
+fn sample_events(events: usize, blocks: usize) -> Vec<usize> {
+    if events == 0 {
+        return Vec::new();
+    }
+    let n = (SAMPLE_BLOCK_BUDGET / blocks.max(1))
+        .clamp(16, MAX_SAMPLES)
+        .min(events);
+    (0..n)
+        .map(|i| {
+            if n == 1 {
+                events - 1
+            } else {
+                i * (events - 1) / (n - 1)
+            }
+        })
+        .collect()
+}
+
+/// Every event the diagnosis reads a state at: `moments` (its peak, the end), the samples of
+/// [`over_time`] and every `oom` — for [`SampledStates::new`], given its final state.
+pub fn wanted(
+    last: &State,
+    events: usize,
+    ooms: &[usize],
+    moments: &[Option<EventIdx>],
+) -> Vec<Option<usize>> {
+    let mut w: Vec<Option<usize>> = moments.iter().map(|e| e.map(|e| e as usize)).collect();
+    w.extend(sample_events(events, last.counts().1).into_iter().map(Some));
+    w.extend(ooms.iter().map(|&e| Some(e)));
+    w
+}
 
 /// Free memory of one pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,48 +219,37 @@ fn from_numbers(n: &StateNumbers, event: Option<EventIdx>, pools: Vec<PoolFree>)
 }
 
 /// The split of reserved memory after `event`.
-pub fn at(h: &AllocatorHistory, st: &mut State, event: Option<EventIdx>) -> Fragmentation {
-    h.seek(st, event.map(|e| e as usize));
+pub fn at(src: &mut impl States, event: Option<EventIdx>) -> Fragmentation {
+    let st = src.state(event);
     from_numbers(&st.numbers(), event, pools(st, None))
 }
 
 /// Samples along the trace (see the module docs).
-pub fn over_time(h: &AllocatorHistory, st: &mut State) -> Vec<Fragmentation> {
-    let events = h.events();
-    if events == 0 {
-        return vec![at(h, st, None)];
-    }
-    let blocks = st.counts().1.max(1);
-    let n = (SAMPLE_BLOCK_BUDGET / blocks)
-        .clamp(16, MAX_SAMPLES)
-        .min(events);
-    (0..n)
-        .map(|i| {
-            let e = if n == 1 {
-                events - 1
-            } else {
-                i * (events - 1) / (n - 1)
-            };
-            at(h, st, Some(e as EventIdx))
-        })
+pub fn over_time(src: &mut impl States) -> Vec<Fragmentation> {
+    let events = src.events();
+    let Some(end) = events.checked_sub(1) else {
+        return vec![at(src, None)];
+    };
+    let blocks = src.state(Some(end as EventIdx)).counts().1;
+    sample_events(events, blocks)
+        .into_iter()
+        .map(|e| at(src, Some(e as EventIdx)))
         .collect()
 }
 
 /// Every `oom` of the device.
 pub fn ooms(
     s: &Snapshot,
-    h: &AllocatorHistory,
-    st: &mut State,
+    src: &mut impl States,
     mut frame_of: impl FnMut(u32) -> String,
     capacity_bytes: Option<u64>,
 ) -> Vec<Oom> {
-    let start = s.device_rows(h.device()).start;
+    let start = s.device_rows(src.device()).start;
     let t = &s.trace;
-    let events: Vec<usize> = h.ooms().collect();
-    events
+    src.oom_events()
         .into_iter()
         .map(|e| {
-            h.seek(st, Some(e));
+            let st = src.state(Some(e as EventIdx));
             let n = st.numbers();
             let row = start as usize + e;
             let req = t.size_bytes.get(row).copied().unwrap_or(0);

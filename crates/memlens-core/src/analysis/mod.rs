@@ -1,9 +1,11 @@
 //! Answers, not only pictures: who holds memory at the peak (`alive`), the memory ledger
 //! (`ledger`), steps and leak suspects (`steps`), pending-free stalls (`pending`), fragmentation
 //! over time and at every OOM (`fragmentation`), and a verdict with its fixes (`verdict`). Pure
-//! functions of the snapshot, its allocation table ([`crate::replay`]) and its Allocator State
-//! History ([`crate::state`]); `memlens diagnose` prints a [`Diagnosis`], the page's Diagnosis
-//! view receives its serde form.
+//! functions of the snapshot, its allocation table ([`crate::replay`]) and allocator states
+//! ([`crate::state`]): [`diagnose_device`] reconstructs only the states it reads
+//! ([`SampledStates`] at the events [`fragmentation::wanted`] lists), [`diagnose_with_history`]
+//! seeks them in an Allocator State History already built; both give the same diagnosis.
+//! `memlens diagnose` prints a [`Diagnosis`], the page's Diagnosis view receives its serde form.
 //!
 //! The peak is the timeline peak of [`crate::device_stats`] (the first event where the running
 //! total reaches its maximum); what is alive there is read from the allocation table, so the
@@ -21,9 +23,9 @@ pub mod verdict;
 
 use crate::model::Snapshot;
 use crate::replay::{replay_device, EventIdx};
-use crate::state::AllocatorHistory;
+use crate::state::{AllocatorHistory, SampledStates};
 use alive::{alive_at, Alive};
-use fragmentation::{Fragmentation, Oom};
+use fragmentation::{Fragmentation, Oom, Seeked, States};
 use ledger::{ClassRow, Classifier};
 use pending::PendingFrees;
 use serde::{Deserialize, Serialize};
@@ -231,44 +233,58 @@ fn peak_phase(
     })
 }
 
-/// Diagnoses one device.
+/// The event the diagnosis looks at (`--at` or the timeline peak).
+fn moment(s: &Snapshot, replay: &crate::replay::Replay, o: &Options) -> (Moment, Option<EventIdx>) {
+    match o.at {
+        Some(e) => (Moment::Event, Some(e.min(replay.events.saturating_sub(1)))),
+        None => {
+            let stats = crate::device_stats(s, replay.device);
+            (
+                Moment::TimelinePeak,
+                u32::try_from(stats.timeline_peak_event).ok(),
+            )
+        }
+    }
+}
+
+/// Diagnoses one device, reconstructing only the allocator states it reads.
 pub fn diagnose_device(s: &Snapshot, device: u32, o: &Options) -> DeviceDiagnosis {
     let replay = replay_device(s, device);
-    let history = AllocatorHistory::with_replay(s, &replay);
-    diagnose_parts(s, &history, &replay, o)
+    let (moment, event) = moment(s, &replay, o);
+    let end_event = replay.events.checked_sub(1);
+    let mut states = SampledStates::new(s, &replay, |last, events, ooms| {
+        fragmentation::wanted(last, events, ooms, &[event, end_event])
+    });
+    diagnose_parts(s, &mut states, &replay, (moment, event), o)
 }
 
 /// Diagnoses the device of an Allocator State History already built (the viewer's worker keeps
-/// one per device).
+/// one per device); equal to [`diagnose_device`].
 pub fn diagnose_with_history(
     s: &Snapshot,
     history: &AllocatorHistory,
     o: &Options,
 ) -> DeviceDiagnosis {
-    diagnose_parts(s, history, &replay_device(s, history.device()), o)
+    let replay = replay_device(s, history.device());
+    let at = moment(s, &replay, o);
+    diagnose_parts(s, &mut Seeked::new(history), &replay, at, o)
 }
 
 fn diagnose_parts(
     s: &Snapshot,
-    history: &AllocatorHistory,
+    states: &mut impl States,
     replay: &crate::replay::Replay,
+    (moment, event): (Moment, Option<EventIdx>),
     o: &Options,
 ) -> DeviceDiagnosis {
-    let device = history.device();
-    let stats = crate::device_stats(s, device);
-    let peak_event = u32::try_from(stats.timeline_peak_event).ok();
-    let (moment, event) = match o.at {
-        Some(e) => (Moment::Event, Some(e.min(replay.events.saturating_sub(1)))),
-        None => (Moment::TimelinePeak, peak_event),
-    };
+    let device = states.device();
     let mut cx = Classifier::new(s, device);
     let peak = alive_at(replay, &mut cx, event);
     let end_event = replay.events.checked_sub(1);
     let end = alive_at(replay, &mut cx, end_event);
-    let mut st = history.state_at(None);
-    let fragmentation_peak = fragmentation::at(history, &mut st, event);
-    let fragmentation_end = fragmentation::at(history, &mut st, end_event);
-    let fragmentation_over_time = fragmentation::over_time(history, &mut st);
+    let fragmentation_peak = fragmentation::at(states, event);
+    let fragmentation_end = fragmentation::at(states, end_event);
+    let fragmentation_over_time = fragmentation::over_time(states);
     let ooms = {
         let facts = &mut cx.facts;
         let frame_of = |row: u32| {
@@ -276,7 +292,7 @@ fn diagnose_parts(
             let g = facts.group(s, stack);
             facts.names[g as usize].clone()
         };
-        fragmentation::ooms(s, history, &mut st, frame_of, o.device_memory_bytes)
+        fragmentation::ooms(s, states, frame_of, o.device_memory_bytes)
     };
     let (steps, step_source) = steps::steps(s, replay, &mut cx.facts);
     let leaks = steps::suspects(s, replay, &steps, &mut cx);

@@ -91,7 +91,49 @@ impl Builder<'_> {
     }
 }
 
-pub(crate) fn build(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHistory {
+/// The backward pass over one device, ready to run: the recorded ops so far (the pre-pass's
+/// links, flags and stacks), the final state, and the trace columns the pass reads.
+pub(crate) struct Pass<'a> {
+    b: Builder<'a>,
+    /// The state the pass has reached (the final one before [`Pass::run`]).
+    pub st: State,
+    actions: Vec<Action>,
+    streams: Vec<u64>,
+    rows_start: u32,
+    pub id: u64,
+    pub device: u32,
+}
+
+/// What a finished pass leaves: the ops, what it had to skip, every `oom` entry and the
+/// unsplit remainders found (to patch the states kept while those blocks lived).
+pub(crate) struct Passed {
+    pub ops: Ops,
+    pub diag: Diagnostics,
+    /// (event, requested bytes, device_free) of every `oom` entry.
+    pub ooms: Vec<(u32, u64, Option<u64>)>,
+    patches: Vec<(u32, u32, u64, u64)>,
+}
+
+impl Passed {
+    /// Grows the blocks found to own their remainder in the states kept while they lived
+    /// (`kept` sorted by position): those still have them at their rounded size.
+    pub fn patch(&self, kept: &mut [Checkpoint]) {
+        for &(k, j, addr, tail) in &self.patches {
+            let from = kept.partition_point(|c| c.pos <= k as usize);
+            for c in kept
+                .iter_mut()
+                .skip(from)
+                .take_while(|c| c.pos <= j as usize)
+            {
+                c.grow_block(addr, tail);
+            }
+        }
+    }
+}
+
+/// The pre-pass (each `free_completed` learns its allocation from the shared allocation table)
+/// and the final state, ready for the backward pass.
+pub(crate) fn prepare<'a>(s: &'a Snapshot, replay: &crate::replay::Replay) -> Pass<'a> {
     let device = replay.device;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let rows = s.device_rows(device);
@@ -186,29 +228,92 @@ pub(crate) fn build(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHi
         snap: s,
         patches: Vec::new(),
     };
-    let mut st = final_state(s, device, id, &b.final_alloc, &mut b.diag);
+    let st = final_state(s, device, id, &b.final_alloc, &mut b.diag);
+    Pass {
+        b,
+        st,
+        actions,
+        streams,
+        rows_start: rows.start,
+        id,
+        device,
+    }
+}
 
+impl Pass<'_> {
+    /// Number of trace entries the pass undoes.
+    pub fn events(&self) -> usize {
+        self.b.ops.kind.len()
+    }
+
+    /// Event indices of the `oom` entries.
+    pub fn oom_events(&self) -> impl Iterator<Item = usize> + '_ {
+        self.actions
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| **a == Action::Oom)
+            .map(|(i, _)| i)
+    }
+
+    /// Bytes of the ops recorded.
+    pub fn ops_bytes(&self) -> u64 {
+        self.b.ops.bytes()
+    }
+
+    /// Undoes entries N-1 … 0 on the final state, recording what each did; `after(st)` sees the
+    /// state once entry `st.pos` is undone (the state before it).
+    pub fn run(mut self, mut after: impl FnMut(&State)) -> Passed {
+        let n = self.events();
+        for i in (0..n).rev() {
+            let action = self.actions.get(i).copied().unwrap_or(Action::Unknown);
+            let stream = self.streams.get(i).copied().unwrap_or(0);
+            let row = self.rows_start.saturating_add(i as u32);
+            self.b.undo(&mut self.st, i, action, stream, row);
+            self.st.pos = i;
+            after(&self.st);
+        }
+        self.b.ops.meta.reverse();
+        let t = &self.b.snap.trace;
+        let ooms = (0..n)
+            .filter(|&i| self.actions.get(i) == Some(&Action::Oom))
+            .map(|i| {
+                let row = self.rows_start.saturating_add(i as u32);
+                (
+                    i as u32,
+                    self.b.ops.requested.get(i).copied().unwrap_or(0),
+                    t.device_free(row),
+                )
+            })
+            .collect();
+        let Builder {
+            ops, diag, patches, ..
+        } = self.b;
+        Passed {
+            ops,
+            diag,
+            ooms,
+            patches,
+        }
+    }
+}
+
+pub(crate) fn build(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHistory {
+    let pass = prepare(s, replay);
+    let (id, device, n) = (pass.id, pass.device, pass.events());
     // Checkpoints: all of them together within 1.5× the model's trace columns minus the ops.
     // The stride starts from the final state's size and doubles (dropping every other
     // checkpoint) whenever the budget is exceeded.
     let budget = (n as u64 * MODEL_BYTES_PER_EVENT * 3 / 2)
-        .saturating_sub(b.ops.bytes())
+        .saturating_sub(pass.ops_bytes())
         .max(MIN_CHECKPOINT_BUDGET_BYTES);
-    let last = Checkpoint::of(&st);
+    let last = Checkpoint::of(&pass.st);
     let guess = ((n as u64 + 1) * last.bytes().max(1)).div_ceil(budget) as usize;
     let mut stride = guess.clamp(MIN_STRIDE, n.max(MIN_STRIDE));
     let mut used = 0u64;
     let mut checkpoints = Vec::new();
-
-    // Backward pass: undo events N-1 .. 0, recording what each did.
-    for i in (0..n).rev() {
-        let action = actions.get(i).copied().unwrap_or(Action::Unknown);
-        let stream = streams.get(i).copied().unwrap_or(0);
-        let row = rows.start.saturating_add(i as u32);
-        b.undo(&mut st, i, action, stream, row);
-        st.pos = i;
-        if i % stride == 0 {
-            let c = Checkpoint::of(&st);
+    let passed = pass.run(|st| {
+        if st.pos % stride == 0 {
+            let c = Checkpoint::of(st);
             used += c.bytes();
             checkpoints.push(c);
             while used > budget && stride < n {
@@ -217,39 +322,13 @@ pub(crate) fn build(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHi
                 used = checkpoints.iter().map(Checkpoint::bytes).sum();
             }
         }
-    }
-    if n == 0 {
-        checkpoints.push(last);
-    } else {
-        checkpoints.reverse();
-        checkpoints.push(last);
-    }
-    b.ops.meta.reverse();
-    // Blocks found to own their remainder when their alloc was undone: the checkpoints taken
-    // while they lived still have them at their rounded size.
-    for &(k, j, addr, tail) in &b.patches {
-        let from = checkpoints.partition_point(|c| c.pos <= k as usize);
-        for c in checkpoints
-            .iter_mut()
-            .skip(from)
-            .take_while(|c| c.pos <= j as usize)
-        {
-            c.grow_block(addr, tail);
-        }
-    }
-
-    let ooms = (0..n)
-        .filter(|&i| actions.get(i) == Some(&Action::Oom))
-        .map(|i| {
-            let row = rows.start.saturating_add(i as u32);
-            (
-                i as u32,
-                b.ops.requested.get(i).copied().unwrap_or(0),
-                t.device_free(row),
-            )
-        })
-        .collect();
-    let Builder { ops, diag, .. } = b;
+    });
+    checkpoints.reverse();
+    checkpoints.push(last);
+    passed.patch(&mut checkpoints);
+    let Passed {
+        ops, diag, ooms, ..
+    } = passed;
     AllocatorHistory {
         id,
         device,
@@ -567,6 +646,7 @@ impl Builder<'_> {
         let meta = seg.map(|(_, _, m)| m);
         // An inferred block with free space behind it that nothing used while it lived: if torch
         // would not have split that remainder off, the block owned it (see the module docs).
+        let mut grown = false;
         if let (Some(w), Some(tail), Some(m)) = (st.watch.remove(&end), next_free, meta) {
             let j = w.free_event;
             let own = blk.alloc_event == ev && self.ops.link.get(j as usize) == Some(&ev);
@@ -584,6 +664,7 @@ impl Builder<'_> {
                 }
                 self.patches.push((ev, j, addr, tail));
                 self.diag.inferred_unsplit += 1;
+                grown = true;
             }
         } else if self.final_alloc.get(&addr) == Some(&ev) && blk.alloc_event == ev {
             // A block of the file allocated in the trace: check the size rule against it.
@@ -605,8 +686,16 @@ impl Builder<'_> {
         if blk.requested != req {
             self.issue(ev, IssueKind::RequestedMismatch);
         }
+        // The merges its release makes (the block behind it is `next_free` unless it grew).
         let (left, right) = match seg {
-            Some((s0, s1, _)) => st.free_neighbours_in(addr, blk.size, s0, s1),
+            Some((s0, s1, _)) => (
+                st.free_left_in(addr, s0),
+                if grown {
+                    st.free_right_in(addr + blk.size, s1)
+                } else {
+                    next_free.is_some()
+                },
+            ),
             None => (false, false),
         };
         st.release(addr, left, right);

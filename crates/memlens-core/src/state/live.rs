@@ -9,6 +9,7 @@
 use super::{BlockView, SegmentKind, SegmentMeta, SegmentView};
 use crate::model::BlockState;
 use crate::trace::StackId;
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 /// "No event" in `u32` event columns.
@@ -197,10 +198,7 @@ impl State {
     }
 
     pub(crate) fn add_blk(&mut self, addr: u64, b: Blk) {
-        add_sums(&mut self.sums, &b);
-        if self.derived && b.state == BlockState::Inactive {
-            *self.free_sizes.entry(b.size).or_insert(0) += 1;
-        }
+        account(&mut self.sums, &mut self.free_sizes, self.derived, &b, true);
         if let Some(old) = self.blocks.insert(addr, b) {
             // Never expected: the primitives remove before they insert. Keep the sums right.
             self.unaccount(&old);
@@ -214,15 +212,7 @@ impl State {
     }
 
     fn unaccount(&mut self, b: &Blk) {
-        sub_sums(&mut self.sums, b);
-        if self.derived && b.state == BlockState::Inactive {
-            if let Some(c) = self.free_sizes.get_mut(&b.size) {
-                *c -= 1;
-                if *c == 0 {
-                    self.free_sizes.remove(&b.size);
-                }
-            }
-        }
+        account(&mut self.sums, &mut self.free_sizes, self.derived, b, false);
     }
 
     /// Sets the state of the block (or, with `orphan`, the unplaced allocation) at `addr` from
@@ -243,12 +233,24 @@ impl State {
                 _ => false,
             };
         }
-        match self.blocks.get(&addr) {
+        if from == BlockState::Inactive || to == BlockState::Inactive {
+            // Changes the free-size multiset: through the accounting primitives.
+            return match self.blocks.get(&addr) {
+                Some(b) if b.state == from => {
+                    let mut nb = *b;
+                    nb.state = to;
+                    self.del_blk(addr);
+                    self.add_blk(addr, nb);
+                    true
+                }
+                _ => false,
+            };
+        }
+        match self.blocks.get_mut(&addr) {
             Some(b) if b.state == from => {
-                let mut nb = *b;
-                nb.state = to;
-                self.del_blk(addr);
-                self.add_blk(addr, nb);
+                sub_sums(&mut self.sums, b);
+                b.state = to;
+                add_sums(&mut self.sums, b);
                 true
             }
             _ => false,
@@ -356,19 +358,38 @@ impl State {
     /// split around it. Returns whether free space is left before and after it; `None` (and no
     /// change) when there is no inactive block holding the whole range.
     pub(crate) fn carve(&mut self, addr: u64, b: Blk) -> Option<(bool, bool)> {
-        let (r0, cur) = self.block_containing(addr)?;
+        // The hole is changed in place (its left part, or `b` itself): one search fewer.
+        let (&r0, cur) = self.blocks.range_mut(..=addr).next_back()?;
         let end = r0 + cur.size;
-        if cur.state != BlockState::Inactive || b.size == 0 || addr.checked_add(b.size)? > end {
+        if addr - r0 >= cur.size
+            || cur.state != BlockState::Inactive
+            || b.size == 0
+            || addr.checked_add(b.size)? > end
+        {
             return None;
         }
-        self.touch(addr);
-        self.del_blk(r0);
         let left = r0 < addr;
         let right = addr + b.size < end;
+        let here = if left { Blk::free(addr - r0) } else { b };
+        let hole = std::mem::replace(cur, here);
+        account(
+            &mut self.sums,
+            &mut self.free_sizes,
+            self.derived,
+            &hole,
+            false,
+        );
+        account(
+            &mut self.sums,
+            &mut self.free_sizes,
+            self.derived,
+            &here,
+            true,
+        );
+        self.touch(addr);
         if left {
-            self.add_blk(r0, Blk::free(addr - r0));
+            self.add_blk(addr, b);
         }
-        self.add_blk(addr, b);
         if right {
             self.add_blk(addr + b.size, Blk::free(end - addr - b.size));
         }
@@ -381,32 +402,31 @@ impl State {
     #[cfg(test)]
     pub(crate) fn free_neighbours(&self, addr: u64, size: u64) -> (bool, bool) {
         match self.seg_containing(addr) {
-            Some((s0, seg)) => self.free_neighbours_in(addr, size, s0, s0 + seg.size),
+            Some((s0, seg)) => (
+                self.free_left_in(addr, s0),
+                self.free_right_in(addr + size, s0 + seg.size),
+            ),
             None => (false, false),
         }
     }
 
-    /// [`State::free_neighbours`] for a block of the segment `[s0, s1)`.
-    pub(crate) fn free_neighbours_in(
-        &self,
-        addr: u64,
-        size: u64,
-        s0: u64,
-        s1: u64,
-    ) -> (bool, bool) {
-        let end = addr + size;
-        let left = addr > s0
+    /// Whether an inactive block of the segment starting at `s0` ends at `addr`.
+    pub(crate) fn free_left_in(&self, addr: u64, s0: u64) -> bool {
+        addr > s0
             && self
                 .blocks
                 .range(..addr)
                 .next_back()
-                .is_some_and(|(&a, b)| a + b.size == addr && b.state == BlockState::Inactive);
-        let right = end < s1
+                .is_some_and(|(&a, b)| a + b.size == addr && b.state == BlockState::Inactive)
+    }
+
+    /// Whether an inactive block of the segment ending at `s1` starts at `end`.
+    pub(crate) fn free_right_in(&self, end: u64, s1: u64) -> bool {
+        end < s1
             && self
                 .blocks
                 .get(&end)
-                .is_some_and(|b| b.state == BlockState::Inactive);
-        (left, right)
+                .is_some_and(|b| b.state == BlockState::Inactive)
     }
 
     /// Makes the block at `addr` inactive and merges it with its left / right neighbour as told.
@@ -414,31 +434,38 @@ impl State {
     pub(crate) fn release(&mut self, addr: u64, left: bool, right: bool) -> Option<Blk> {
         let b = self.del_blk(addr)?;
         self.touch(addr);
-        let mut start = addr;
         let mut size = b.size;
         if right {
-            let next = addr + b.size;
-            if self
-                .blocks
-                .get(&next)
-                .is_some_and(|n| n.state == BlockState::Inactive)
-            {
-                if let Some(n) = self.del_blk(next) {
+            if let Entry::Occupied(e) = self.blocks.entry(addr + b.size) {
+                if e.get().state == BlockState::Inactive {
+                    let n = e.remove();
+                    account(
+                        &mut self.sums,
+                        &mut self.free_sizes,
+                        self.derived,
+                        &n,
+                        false,
+                    );
                     size += n.size;
                 }
             }
         }
-        if left {
-            let prev = self.blocks.range(..addr).next_back().map(|(&a, p)| (a, *p));
-            if let Some((pa, p)) = prev {
-                if pa + p.size == addr && p.state == BlockState::Inactive {
-                    self.del_blk(pa);
+        // Merged into the free block on the left in place, else a free block of its own.
+        let mut start = addr;
+        let merged = left
+            && match self.blocks.range_mut(..addr).next_back() {
+                Some((&pa, p)) if pa + p.size == addr && p.state == BlockState::Inactive => {
+                    account(&mut self.sums, &mut self.free_sizes, self.derived, p, false);
+                    p.size += size;
+                    account(&mut self.sums, &mut self.free_sizes, self.derived, p, true);
                     start = pa;
-                    size += p.size;
+                    true
                 }
-            }
+                _ => false,
+            };
+        if !merged {
+            self.add_blk(addr, Blk::free(size));
         }
-        self.add_blk(start, Blk::free(size));
         self.refresh_seg_at(start);
         Some(b)
     }
@@ -601,6 +628,27 @@ impl State {
     /// Number of segments and of blocks.
     pub fn counts(&self) -> (usize, usize) {
         (self.segs.len(), self.blocks.len())
+    }
+}
+
+/// Adds `b` to (or, with `add` false, removes it from) the running sums and, when `derived`,
+/// the free-size multiset.
+fn account(sums: &mut Sums, free: &mut BTreeMap<u64, u32>, derived: bool, b: &Blk, add: bool) {
+    if add {
+        add_sums(sums, b);
+    } else {
+        sub_sums(sums, b);
+    }
+    if !derived || b.state != BlockState::Inactive {
+        return;
+    }
+    if add {
+        *free.entry(b.size).or_insert(0) += 1;
+    } else if let Entry::Occupied(mut c) = free.entry(b.size) {
+        *c.get_mut() -= 1;
+        if *c.get() == 0 {
+            c.remove();
+        }
     }
 }
 

@@ -13,6 +13,10 @@
 //!    A block found later in the pass to own an unsplit remainder (below) is grown in the
 //!    checkpoints taken while it lived.
 //!
+//! [`SampledStates`] runs the same pre-pass and backward pass but keeps only the states at events
+//! its caller names before the pass (no periodic checkpoints, no seeks): what a reader that
+//! knows its few events up front (the diagnosis) needs, at the cost of the pass alone.
+//!
 //! A seek restores the nearest checkpoint (or keeps the current state when that is closer) and
 //! applies ops forward or backward, so showing any event costs at most `stride / 2` op
 //! applications plus one restore, and ±1 costs O(blocks changed · log blocks). Both directions
@@ -68,10 +72,12 @@
 mod build;
 mod columns;
 mod live;
+mod sampled;
 #[cfg(test)]
 mod tests;
 
 pub use live::State;
+pub use sampled::SampledStates;
 
 use crate::model::{BlockState, Snapshot};
 use crate::trace::StackId;
