@@ -247,7 +247,7 @@ impl Replies {
             files.retain(|_, f| f.loaded);
             lost
         };
-        let message = format!("the decoding worker stopped ({why}); most often this file needs more memory than a browser tab can give (try the CLI, or part of the file: #range=last:N); the viewer restarted the worker");
+        let message = format!("the decoding worker stopped ({why}); most often this file needs more memory than a browser tab can give: write part of it with `memlens slice FILE --last N -o part.pickle` and open that, or use the CLI; the viewer restarted the worker");
         for id in lost {
             self.dispatch.dispatch(Action::Failed {
                 id,
