@@ -331,6 +331,21 @@ test('dark theme: follows prefers-color-scheme, readable, toggled and remembered
   }, [MARGIN_LEFT, MARGIN_TOP]);
   assert.ok(axisLight > 50, `light axis label pixels: ${axisLight}`);
   await dark.screenshot({ path: path.join(OUT, 'views-dark.png') });
+  // The state map and the diagnosis (flamegraph, charts) in the dark theme: no white canvas.
+  await dark.selectOption('[data-testid=view-select]', 'state');
+  await dark.waitForSelector('[data-testid=state-view][data-switch-ms]', { timeout: 30000 });
+  const whiteShare = (sel) => dark.$eval(sel, (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let white = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] > 245 && d[i + 1] > 245 && d[i + 2] > 245 && d[i + 3] > 200) white++;
+    return white / (d.length / 4);
+  });
+  assert.ok(await whiteShare('[data-testid=state-canvas]') < 0.01, 'the state map has no white in the dark theme');
+  await dark.screenshot({ path: path.join(OUT, 'views-dark-state.png') });
+  await dark.selectOption('[data-testid=view-select]', 'diagnosis');
+  await dark.waitForSelector('[data-testid=icicle]', { timeout: 60000 });
+  await dark.screenshot({ path: path.join(OUT, 'views-dark-diagnosis.png'), fullPage: true });
+  await dark.selectOption('[data-testid=view-select]', 'timeline');
   // The toggle switches to light and is remembered over the system's dark.
   await dark.click('[data-testid=theme-toggle]');
   assert.equal(await dark.$eval('html', (e) => e.dataset.theme), 'light');

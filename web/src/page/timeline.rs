@@ -581,10 +581,11 @@ fn ruler_overlay(r: &Ruler, vp: &Viewport, time: Option<&TimeMap>) -> Html {
         (rgt - l).max(1.0),
         (b - t).max(1.0)
     );
+    // Above the box's left end: the pointer (and its tooltip) is at the other end.
     let label_style = format!(
         "left:{}px;top:{}px",
-        MARGIN_LEFT + rgt + 6.0,
-        MARGIN_TOP + t
+        MARGIN_LEFT + l,
+        (MARGIN_TOP + t - 24.0).max(0.0)
     );
     html! {
         <>
