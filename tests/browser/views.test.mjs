@@ -205,6 +205,9 @@ test('capacity line: from the OOM entry at device_free + reserved, or a chosen G
   await redrawn(page, () => page.check('[data-testid=reserved-line]'));
   await page.waitForFunction(() => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.yMaxBytes) >= 80 * 2 ** 20 * 1.05 - 1);
   await page.waitForFunction(() => /reserved=1/.test(location.hash));
+  await redrawn(page, () => page.selectOption('[data-testid=capacity]', 'trace'));
+  await page.screenshot({ path: path.join(OUT, 'views-lines.png') });
+  await redrawn(page, () => page.selectOption('[data-testid=capacity]', 'off'));
   await redrawn(page, () => page.uncheck('[data-testid=reserved-line]'));
 });
 
