@@ -10,7 +10,8 @@
 //   the reserved line raises the y range to the peak reserved;
 // - the frame search as a regular expression finds what the substring search finds, and a bad
 //   pattern is reported;
-// - W/A/S/D zoom and pan the window; `?` lists every key; `m` twice measures between two points;
+// - W/A/S/D zoom and pan the window; `?` lists every key; `m` twice or alt-drag measures between
+//   two points (alt-drag without panning);
 // - the filters leave bands out of the drawing;
 // - dark theme: emulated `prefers-color-scheme: dark` gives a dark page with readable text
 //   (contrast ≥ 4.5) and a dark plot; the toggle switches and is remembered after a reload.
@@ -236,7 +237,7 @@ test('frame search: a regular expression finds what the substring finds; a bad p
   await page.uncheck('[data-testid=search-regex]');
 });
 
-test('W/A/S/D zoom and pan; ? lists the keys; m twice measures', async () => {
+test('W/A/S/D zoom and pan; ? lists the keys; m twice or alt-drag measures', async () => {
   const b = await page.locator(CANVAS).boundingBox();
   await page.mouse.dblclick(b.x + b.width / 2, b.y + b.height / 2);
   await page.focus(CANVAS);
@@ -280,6 +281,21 @@ test('W/A/S/D zoom and pan; ? lists the keys; m twice measures', async () => {
   assert.match(await page.textContent('[data-testid=ruler]'), /^Δ [\d.]+ [KMG]?i?B · \d+ events?/);
   await page.screenshot({ path: path.join(OUT, 'views-ruler.png') });
   await page.keyboard.press('m');
+  assert.equal(await page.locator('[data-testid=ruler]').count(), 0);
+  // Alt-drag measures too (and does not pan): a quarter of the plot's height.
+  const w0 = await windowOf(page);
+  await page.mouse.move(bz.x + MARGIN_LEFT + 200, bz.y + MARGIN_TOP + ph * 0.6);
+  await page.keyboard.down('Alt');
+  await page.mouse.down();
+  await page.mouse.move(bz.x + MARGIN_LEFT + 300, bz.y + MARGIN_TOP + ph * 0.35, { steps: 4 });
+  await page.mouse.up();
+  await page.keyboard.up('Alt');
+  await page.waitForSelector('[data-testid=ruler]');
+  const dragged = Number(await page.getAttribute('[data-testid=ruler]', 'data-bytes'));
+  assert.ok(Math.abs(dragged - yMax * 0.25) < yMax * 0.01, `alt-drag ruler bytes ${dragged} vs ${yMax * 0.25}`);
+  assert.deepEqual(await windowOf(page), w0, 'alt-drag does not pan');
+  await page.focus(CANVAS);
+  await page.keyboard.press('Escape');
   assert.equal(await page.locator('[data-testid=ruler]').count(), 0);
 });
 
