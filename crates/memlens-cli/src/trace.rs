@@ -374,6 +374,46 @@ TOTAL MEM: 6.0MiB
         assert_eq!(trace_of(&json), want);
     }
 
+    /// An alloc over a live address (its free never recorded): the new allocation takes the
+    /// address's name slot, the forgotten one gives its name back and is not in `TOTAL MEM`;
+    /// a repeated and a lone `free_requested`, an annotation of a freed address, an unmatched free.
+    #[test]
+    fn realloc_without_free_is_pinned() {
+        let json = r#"{"segments": [], "device_traces": [[
+            {"action": "alloc", "addr": 4096, "size": 100, "stream": 0},
+            {"action": "alloc", "addr": 4096, "size": 200, "stream": 0},
+            {"action": "free_requested", "addr": 4096, "size": 200, "stream": 0},
+            {"action": "free_requested", "addr": 4096, "size": 200, "stream": 0},
+            {"action": "free_completed", "addr": 4096, "size": 200, "stream": 0},
+            {"action": "annotate", "addr": 4096, "size": 0, "stream": 0, "user_metadata": "pinned"},
+            {"action": "alloc", "addr": 4096, "size": 300, "stream": 0},
+            {"action": "free_requested", "addr": 8192, "size": 50, "stream": 0},
+            {"action": "alloc", "addr": 8192, "size": 50, "stream": 0},
+            {"action": "annotate", "addr": 8192, "size": 0, "stream": 0, "user_metadata": "live"},
+            {"action": "free_completed", "addr": 4096, "size": 300, "stream": 0},
+            {"action": "free_completed", "addr": 12288, "size": 10, "stream": 0},
+            {"action": "alloc", "addr": 4096, "size": 7, "stream": 0}]]}"#;
+        let want = "\
+Device 0 ----------------
+13 entries
+a = MEM[4096:100.0B]
+b = MEM[4096:200.0B]
+del b # 200.0B
+del b # 200.0B
+# free completed for b 200.0B
+# annotate 4096: pinned
+b = MEM[4096:300.0B]
+del 8192 # 50.0B
+a = MEM[8192:50.0B]
+# annotate a: live
+# free completed for b 300.0B
+# free completed for 12288 10.0B
+b = MEM[4096:7.0B]
+TOTAL MEM: 57.0B
+";
+        assert_eq!(trace_of(json), want);
+    }
+
     #[test]
     fn snapshot_segments_are_found_by_total_size() {
         // allocated_size covers only the first block; upstream would miss the second one.

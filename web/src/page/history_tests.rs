@@ -256,6 +256,55 @@ fn real_snapshots_list_link_and_map() {
     }
 }
 
+/// An alloc over a live address (its free never recorded), a repeated `free_requested`, a lone
+/// `free_requested` before an alloc, an unmatched free: the list's labels, pinned.
+pub(crate) const REALLOC_WITHOUT_FREE: &str = r#"{"segments": [], "device_traces": [[
+    {"action": "alloc", "addr": 4096, "size": 100, "stream": 0},
+    {"action": "alloc", "addr": 4096, "size": 200, "stream": 0},
+    {"action": "free_requested", "addr": 4096, "size": 200, "stream": 0},
+    {"action": "free_requested", "addr": 4096, "size": 200, "stream": 0},
+    {"action": "free_completed", "addr": 4096, "size": 200, "stream": 0},
+    {"action": "annotate", "addr": 4096, "size": 0, "stream": 0, "user_metadata": "pinned"},
+    {"action": "alloc", "addr": 4096, "size": 300, "stream": 0},
+    {"action": "free_requested", "addr": 8192, "size": 50, "stream": 0},
+    {"action": "alloc", "addr": 8192, "size": 50, "stream": 0},
+    {"action": "free_completed", "addr": 4096, "size": 300, "stream": 0},
+    {"action": "free_completed", "addr": 8192, "size": 50, "stream": 0},
+    {"action": "free_completed", "addr": 12288, "size": 10, "stream": 0}]]}"#;
+
+#[test]
+fn realloc_without_free_labels_are_upstreams() {
+    let snap = memlens_core::load(REALLOC_WITHOUT_FREE.as_bytes()).expect("loads");
+    let ev = EventColumns::build(&snap, 0, Vec::new());
+    let labels: Vec<String> = (0..ev.len()).map(|i| ev.addr_label(i)).collect();
+    // Upstream bumps a block's version on `free_completed` only: the alloc over the live
+    // address keeps `_0`.
+    assert_eq!(
+        labels,
+        [
+            "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_1",
+            "b'2000_0", "b'2000_0", "b'1000_1", "b'2000_0", "b'3000_0"
+        ]
+    );
+    // The timeline's versions (alloc order at 0x1000: 100, 200, 300 bytes).
+    let layout = TimelineLayout::build(&snap, 0, TimelineKind::Active);
+    let el = &layout.elements;
+    let mut v: Vec<(u64, u64, u32)> = (0..el.len())
+        .map(|e| (el.addr[e], el.size_bytes[e], el.version[e]))
+        .collect();
+    v.sort_unstable();
+    assert_eq!(
+        v,
+        [
+            (4096, 100, 0),
+            (4096, 200, 1),
+            (4096, 300, 2),
+            (8192, 50, 0),
+            (12288, 10, 0)
+        ]
+    );
+}
+
 #[test]
 fn event_at_time_takes_the_last_entry_at_or_before() {
     let ev = EventColumns {
