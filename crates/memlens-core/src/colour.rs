@@ -12,9 +12,9 @@
 use crate::analysis::ledger::{Class, Classifier};
 use crate::layout::axis::format_bytes;
 use crate::layout::paint::{CATEGORICAL_LEN, RAMP_LEN};
-use crate::layout::{Elements, Origin, TimelineLayout};
+use crate::layout::{ElementKind, Elements, TimelineLayout};
 use crate::model::Snapshot;
-use crate::replay::{self, Allocation};
+use crate::replay::{Allocation, Origin};
 use crate::trace::StrId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -279,10 +279,9 @@ fn by_ledger(snap: &Snapshot, device: u32, el: &Elements) -> Colouring {
 
 /// The allocation an element draws (what the ledger's classifier reads).
 fn allocation_of(el: &Elements, e: usize) -> Allocation {
-    let origin = match Origin::from_u8(el.origin.get(e).copied().unwrap_or(0)) {
-        Origin::FreedUntraced => replay::Origin::UnmatchedFree,
-        Origin::Ghost => replay::Origin::Untraced,
-        _ => replay::Origin::Traced,
+    let origin = match el.kind.get(e) {
+        Some(&ElementKind::Allocation(o)) => o,
+        _ => Origin::Traced,
     };
     Allocation {
         addr: el.addr.get(e).copied().unwrap_or(0),

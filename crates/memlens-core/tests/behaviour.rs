@@ -86,7 +86,7 @@ fn layout_part(out: &mut String, l: &TimelineLayout, name: &str) {
         h.add(row(e.alloc_row[i]));
         h.add(row(e.free_row[i]));
         h.add(e.stream[i]);
-        h.add(e.origin[i]);
+        h.add(e.kind[i].code());
         h.add(e.stack[i]);
         h.add(row(e.pool[i]));
     }
@@ -185,12 +185,36 @@ fn state_part(out: &mut String, s: &Snapshot, device: u32) {
     );
 }
 
+/// The stats' `Debug` text as the goldens were recorded, when `timeline_peak_event` was an
+/// `i64` with `-1` for "before the first event": `Some(7)` is written `7`, `None` `-1`.
+fn peak_event_as_recorded(debug: &str) -> String {
+    const KEY: &str = "timeline_peak_event: ";
+    let mut out = String::with_capacity(debug.len());
+    let mut rest = debug;
+    while let Some(k) = rest.find(KEY) {
+        let (head, tail) = rest.split_at(k + KEY.len());
+        out.push_str(head);
+        rest = if let Some(t) = tail.strip_prefix("None") {
+            out.push_str("-1");
+            t
+        } else if let Some(t) = tail.strip_prefix("Some(") {
+            let end = t.find(')').unwrap_or(t.len());
+            out.push_str(&t[..end]);
+            t.get(end + 1..).unwrap_or("")
+        } else {
+            tail
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
 fn digest(s: &Snapshot) -> String {
     let mut out = String::new();
     let stats = memlens_core::snapshot_stats(s);
     let _ = writeln!(out, "stats {}", {
         let mut h = Fnv::new();
-        h.add(format!("{stats:?}"));
+        h.add(peak_event_as_recorded(&format!("{stats:?}")));
         h.hex()
     });
     for d in s.devices() {

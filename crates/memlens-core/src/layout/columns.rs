@@ -7,7 +7,7 @@ use crate::columns::{put, take, ColumnError, ColumnSink, ColumnSource, Columns};
 
 crate::impl_columns! {
     Elements {
-        columns [size_bytes, addr, version, start_x, end_x, alloc_row, free_row, stream, origin, stack, pool];
+        columns [size_bytes, addr, version, start_x, end_x, alloc_row, free_row, stream, kind, stack, pool];
     }
 }
 

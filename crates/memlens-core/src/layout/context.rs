@@ -3,7 +3,7 @@
 //! interpreter and dispatcher noise (reference §1.6), with consecutive repeats elided.
 
 use super::axis::format_bytes;
-use super::timeline::{Origin, TimelineKind, TimelineLayout};
+use super::timeline::{ElementKind, Origin, TimelineKind, TimelineLayout};
 use crate::model::Snapshot;
 use crate::trace::{EntryExtra, StackId};
 use serde::{Deserialize, Serialize};
@@ -66,11 +66,11 @@ pub fn element_context(
     let size = *el.size_bytes.get(e)?;
     let addr = *el.addr.get(e)?;
     let version = *el.version.get(e)?;
-    let origin = Origin::from_u8(*el.origin.get(e)?);
+    let what = *el.kind.get(e)?;
     let alloc_row = el.alloc_row.get(e);
     let free_row = el.free_row.get(e);
     let stack = *el.stack.get(e)?;
-    if origin == Origin::PoolEnvelope {
+    if what == ElementKind::PoolEnvelope {
         return Some(envelope_context(layout, e));
     }
     let rows = snap.device_rows(device);
@@ -88,13 +88,13 @@ pub fn element_context(
     let from = alloc_row.map_or_else(|| "before the trace".to_string(), |r| format!("event {r}"));
     let to = free_row.map_or_else(|| "end of trace".to_string(), |r| format!("event {r}"));
     let mut notes = Vec::new();
-    match origin {
-        Origin::FreedUntraced => notes.push("alloc not recorded (made before the trace starts); stack trace of the free:".to_string()),
-        Origin::Ghost => notes.push(
+    match what {
+        ElementKind::Allocation(Origin::UnmatchedFree) => notes.push("alloc not recorded (made before the trace starts); stack trace of the free:".to_string()),
+        ElementKind::Allocation(Origin::Untraced) => notes.push(
             "[Ghost block] active in the snapshot but never allocated in the trace: allocated before _record_memory_history() was enabled, or evicted from the ring buffer".to_string(),
         ),
-        Origin::Remainder => notes.push("rest of a mapped range after part of it was unmapped".to_string()),
-        Origin::Traced | Origin::PoolEnvelope => {}
+        ElementKind::Remainder => notes.push("rest of a mapped range after part of it was unmapped".to_string()),
+        ElementKind::Allocation(Origin::Traced) | ElementKind::PoolEnvelope => {}
     }
     // The pool (from the entry's `pool_id`, else from the segment holding the address).
     if let Some(&(a, b)) = el.pool.get(e).and_then(|p| layout.pools.get(p as usize)) {
@@ -353,10 +353,10 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
     let size = *el.size_bytes.get(e)?;
     let addr = *el.addr.get(e)?;
     let version = *el.version.get(e)?;
-    let origin = Origin::from_u8(*el.origin.get(e)?);
+    let what = *el.kind.get(e)?;
     let alloc_row = el.alloc_row.get(e);
     let free_row = el.free_row.get(e);
-    if origin == Origin::PoolEnvelope {
+    if what == ElementKind::PoolEnvelope {
         return Some(format!(
             "{} {} ({size} bytes)\nalive {}",
             envelope_label(layout, e),
@@ -377,13 +377,13 @@ pub fn tooltip(layout: &TimelineLayout, kind: TimelineKind, e: usize) -> Option<
         "b"
     };
     let from = match alloc_row {
-        Some(r) if !origin.before_trace() => format!("event {r}"),
+        Some(r) if !what.before_trace() => format!("event {r}"),
         _ => "before the trace".to_string(),
     };
     let to = free_row.map_or_else(|| "end of trace".to_string(), |r| format!("event {r}"));
-    let note = match origin {
-        Origin::FreedUntraced => " (alloc not recorded)",
-        Origin::Ghost => " (ghost block: allocated before the trace)",
+    let note = match what {
+        ElementKind::Allocation(Origin::UnmatchedFree) => " (alloc not recorded)",
+        ElementKind::Allocation(Origin::Untraced) => " (ghost block: allocated before the trace)",
         _ => "",
     };
     let mut text = format!(

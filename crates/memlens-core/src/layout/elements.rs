@@ -1,40 +1,60 @@
 //! A timeline's elements (allocations, or segment ranges) as parallel columns in stack order,
-//! where each comes from ([`Origin`]), and the row form the pairing and stacking build them in.
+//! what each is ([`ElementKind`], embedding the allocation table's [`Origin`]), and the row form
+//! the pairing and stacking build them in.
 
-use crate::columns::OptU32Column;
+use crate::columns::value::{decode_each, encode_each};
+use crate::columns::{OptU32Column, Value};
+pub use crate::replay::Origin;
 use crate::trace::StackId;
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
-/// Where an element comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[repr(u8)]
-pub enum Origin {
-    /// Alloc (and free, if any) recorded in the trace.
-    Traced = 0,
-    /// Freed in the trace but allocated before it starts (history enabled late, or the ring
-    /// buffer dropped the alloc). Its stack is the free site.
-    FreedUntraced = 1,
-    /// Active in the file's `segments` and never seen in the trace (upstream's "ghost block").
-    Ghost = 2,
+/// What an element is: an allocation of the allocation table (in the Segments view, a segment
+/// range) with where its lifetime comes from, or one of the two shapes only layouts make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElementKind {
+    /// Allocated in the trace, allocated before it (only its free recorded; its stack is the
+    /// free site), or never seen in it (active in the file's `segments`: upstream's "ghost
+    /// block"), as [`Origin`] says.
+    Allocation(Origin),
     /// Segments view: what is left of a mapped range after part of it was unmapped.
-    Remainder = 3,
+    Remainder,
     /// Allocated view: a private pool's envelope while its height stays the same.
-    PoolEnvelope = 4,
+    PoolEnvelope,
 }
 
-impl Origin {
-    pub fn from_u8(v: u8) -> Origin {
-        match v {
-            1 => Origin::FreedUntraced,
-            2 => Origin::Ghost,
-            3 => Origin::Remainder,
-            4 => Origin::PoolEnvelope,
-            _ => Origin::Traced,
-        }
+/// Codes as the column travels, in the order of [`ElementKind::code`].
+const KINDS: [ElementKind; 5] = [
+    ElementKind::TRACED,
+    ElementKind::Allocation(Origin::UnmatchedFree),
+    ElementKind::Allocation(Origin::Untraced),
+    ElementKind::Remainder,
+    ElementKind::PoolEnvelope,
+];
+
+impl ElementKind {
+    pub const TRACED: ElementKind = ElementKind::Allocation(Origin::Traced);
+
+    /// The kind's code in the `kind` column (`0` traced … `4` pool envelope).
+    pub fn code(self) -> u8 {
+        KINDS.iter().position(|&k| k == self).unwrap_or(0) as u8
     }
+
     /// Alive since before the first event of the trace.
     pub fn before_trace(self) -> bool {
-        matches!(self, Origin::FreedUntraced | Origin::Ghost)
+        matches!(
+            self,
+            ElementKind::Allocation(Origin::UnmatchedFree | Origin::Untraced)
+        )
+    }
+}
+
+impl Value for ElementKind {
+    type Prim = u8;
+    fn encode(values: &[Self]) -> Cow<'_, [u8]> {
+        encode_each(values, |k| k.code())
+    }
+    fn decode(prims: Vec<u8>) -> Option<Vec<Self>> {
+        decode_each(prims, |p| KINDS.get(usize::from(p)).copied())
     }
 }
 
@@ -44,7 +64,9 @@ impl Origin {
 pub struct Elements {
     pub size_bytes: Vec<u64>,
     pub addr: Vec<u64>,
-    /// How many earlier elements had this address (upstream's `_N` suffix in `b'7f…_N`).
+    /// Upstream's `_N` suffix in `b'7f…_N`: the allocation table's version for allocations
+    /// (frees at the address before it), the count of earlier ranges at the address for
+    /// segment ranges.
     pub version: Vec<u32>,
     pub start_x: Vec<u32>,
     pub end_x: Vec<u32>,
@@ -53,8 +75,7 @@ pub struct Elements {
     /// Device-local index of the free entry (`None`: never freed in the trace).
     pub free_row: OptU32Column,
     pub stream: Vec<u64>,
-    /// [`Origin`] as `u8`.
-    pub origin: Vec<u8>,
+    pub kind: Vec<ElementKind>,
     /// The frames shown for the element.
     pub stack: Vec<StackId>,
     /// Index into [`TimelineLayout::pools`] of the element's `segment_pool_id` (`None`:
@@ -79,7 +100,7 @@ impl Elements {
             self.alloc_row.len(),
             self.free_row.len(),
             self.stream.len(),
-            self.origin.len(),
+            self.kind.len(),
             self.stack.len(),
             self.pool.len(),
         ]
@@ -98,7 +119,7 @@ impl Elements {
             alloc_row: OptU32Column::with_capacity(n),
             free_row: OptU32Column::with_capacity(n),
             stream: Vec::with_capacity(n),
-            origin: Vec::with_capacity(n),
+            kind: Vec::with_capacity(n),
             stack: Vec::with_capacity(n),
             pool: OptU32Column::with_capacity(n),
         }
@@ -113,7 +134,7 @@ impl Elements {
         self.alloc_row.push(e.alloc_row);
         self.free_row.push(e.free_row);
         self.stream.push(e.stream);
-        self.origin.push(e.origin as u8);
+        self.kind.push(e.kind);
         self.stack.push(e.stack);
         self.pool.push(e.pool);
     }
@@ -129,7 +150,7 @@ impl Elements {
             alloc_row: self.alloc_row.get(e),
             free_row: self.free_row.get(e),
             stream: *self.stream.get(e)?,
-            origin: Origin::from_u8(*self.origin.get(e)?),
+            kind: *self.kind.get(e)?,
             stack: *self.stack.get(e)?,
             pool: self.pool.get(e),
         })
@@ -147,7 +168,7 @@ pub(super) struct Tmp {
     pub(super) alloc_row: Option<u32>,
     pub(super) free_row: Option<u32>,
     pub(super) stream: u64,
-    pub(super) origin: Origin,
+    pub(super) kind: ElementKind,
     pub(super) stack: StackId,
     pub(super) pool: Option<u32>,
 }

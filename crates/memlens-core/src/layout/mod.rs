@@ -31,7 +31,9 @@ pub use render::{
     render_overview, render_timeline, BandFilter, RenderOptions, RenderStats, TimeMap, Viewport,
 };
 pub use search::{AddressLabels, Matches, SearchIndex, SearchQuery};
-pub use timeline::{Elements, Marker, MarkerKind, Origin, Region, TimelineKind, TimelineLayout};
+pub use timeline::{
+    ElementKind, Elements, Marker, MarkerKind, Origin, Region, TimelineKind, TimelineLayout,
+};
 
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,9 @@
 //! [`crate::replay`], and the Segments view's ranges (`segment_alloc`/`segment_free` by
 //! address, `segment_map`/`segment_unmap` ranges of expandable segments), in stack order.
 
-use super::elements::{Elements, Origin, Tmp};
+use super::elements::{ElementKind, Elements, Tmp};
 use crate::model::Snapshot;
+use crate::replay::Origin;
 use crate::trace::{Action, StackId};
 use rustc_hash::FxHashMap;
 
@@ -17,11 +18,6 @@ pub(super) fn pair_active(
 ) -> (Elements, Vec<String>) {
     let rp = crate::replay::replay_device(snap, device);
     let n = rp.events;
-    let origin_of = |a: &crate::replay::Allocation| match a.origin {
-        crate::replay::Origin::Traced => Origin::Traced,
-        crate::replay::Origin::UnmatchedFree => Origin::FreedUntraced,
-        crate::replay::Origin::Untraced => Origin::Ghost,
-    };
     let tmp_of = |a: &crate::replay::Allocation, version: u32, pool: Option<u32>| Tmp {
         size: a.size_bytes,
         addr: a.addr,
@@ -31,7 +27,7 @@ pub(super) fn pair_active(
         alloc_row: a.alloc_event,
         free_row: a.free_event,
         stream: a.stream,
-        origin: origin_of(a),
+        kind: ElementKind::Allocation(a.origin),
         stack: a.stack,
         pool,
     };
@@ -43,9 +39,9 @@ pub(super) fn pair_active(
         let version = a.version;
         let pool = pools.index(res.pool_of_allocation(a));
         version_pool.push((version, pool));
-        match origin_of(a) {
-            Origin::Ghost => ghosts.push(tmp_of(a, version, pool)),
-            Origin::FreedUntraced => before.push(tmp_of(a, version, pool)),
+        match a.origin {
+            Origin::Untraced => ghosts.push(tmp_of(a, version, pool)),
+            Origin::UnmatchedFree => before.push(tmp_of(a, version, pool)),
             _ => {}
         }
     }
@@ -57,7 +53,7 @@ pub(super) fn pair_active(
         el.push(t);
     }
     for (a, &(version, pool)) in rp.allocations.iter().zip(&version_pool) {
-        if origin_of(a) == Origin::Traced {
+        if a.origin == Origin::Traced {
             el.push(tmp_of(a, version, pool));
         }
     }
@@ -126,7 +122,7 @@ pub(super) fn pair_segments(
                     alloc_row: Some(i),
                     free_row: None,
                     stream,
-                    origin: Origin::Traced,
+                    kind: ElementKind::TRACED,
                     stack,
                     pool,
                 });
@@ -161,7 +157,7 @@ pub(super) fn pair_segments(
                                 alloc_row: old.alloc_row,
                                 free_row: None,
                                 stream: old.stream,
-                                origin: Origin::Remainder,
+                                kind: ElementKind::Remainder,
                                 stack: old.stack,
                                 pool: old.pool,
                             });
@@ -180,7 +176,7 @@ pub(super) fn pair_segments(
                         alloc_row: None,
                         free_row: Some(i),
                         stream,
-                        origin: Origin::FreedUntraced,
+                        kind: ElementKind::Allocation(Origin::UnmatchedFree),
                         stack,
                         pool,
                     });
@@ -212,7 +208,7 @@ pub(super) fn pair_segments(
                 alloc_row: None,
                 free_row: None,
                 stream: seg.stream,
-                origin: Origin::Ghost,
+                kind: ElementKind::Allocation(Origin::Untraced),
                 stack: seg.stack,
                 pool: pools.index(Some(seg.pool_id)),
             });

@@ -16,9 +16,9 @@
 //!   freed (and everything above it slides down).
 //!
 //! An envelope's height changes over time while elements have one size, so an envelope is a
-//! chain of elements ([`Origin::PoolEnvelope`]), one per stretch of constant height.
+//! chain of elements ([`ElementKind::PoolEnvelope`]), one per stretch of constant height.
 
-use super::elements::{Elements, Origin, Tmp};
+use super::elements::{ElementKind, Elements, Tmp};
 use super::stacking::Stacked;
 use super::tolerance::{piece_tolerance, PIECE_BUDGET};
 use crate::model::Snapshot;
@@ -247,7 +247,7 @@ impl Sweep {
                     alloc_row: None,
                     free_row: None,
                     stream,
-                    origin: Origin::PoolEnvelope,
+                    kind: ElementKind::PoolEnvelope,
                     stack: StackId::EMPTY,
                     pool: Some(pool),
                 });

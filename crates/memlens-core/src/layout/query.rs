@@ -2,7 +2,7 @@
 //! element's pieces and its bottom at an x, the elements a view draws (through the level of
 //! detail index) and the element under a point.
 
-use super::elements::Origin;
+use super::elements::ElementKind;
 use super::timeline::TimelineLayout;
 use super::tolerance::is_thin;
 
@@ -75,7 +75,7 @@ impl TimelineLayout {
             if !(y_bytes >= y0 && y_bytes < y0 + size as f64) {
                 continue;
             }
-            if self.elements.origin.get(e) == Some(&(Origin::PoolEnvelope as u8)) {
+            if self.elements.kind.get(e) == Some(&ElementKind::PoolEnvelope) {
                 envelope = Some(e);
             } else if is_thin(y0 as u64, size) {
                 thin = thin.or(Some(e));

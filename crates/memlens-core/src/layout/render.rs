@@ -20,7 +20,7 @@
 use super::paint::{Painter, Style, CATEGORICAL_LEN, PALETTE_LEN};
 use super::search::Matches;
 use super::timeline::Elements;
-use super::timeline::{MarkerKind, Origin, TimelineLayout};
+use super::timeline::{ElementKind, MarkerKind, TimelineLayout};
 use std::sync::Arc;
 
 /// Bands thinner than this many pixels are left to the underlay.
@@ -276,11 +276,11 @@ impl BandFilter {
     }
     /// Whether element `e` is left out (a private pool's envelope never is).
     pub fn hides(&self, el: &Elements, e: usize) -> bool {
-        let origin = Origin::from_u8(el.origin.get(e).copied().unwrap_or(0));
-        if origin == Origin::PoolEnvelope {
+        let kind = el.kind.get(e).copied().unwrap_or(ElementKind::TRACED);
+        if kind == ElementKind::PoolEnvelope {
             return false;
         }
-        (self.hide_before_trace && origin.before_trace())
+        (self.hide_before_trace && kind.before_trace())
             || (self.hide_never_freed && el.free_row.get(e).is_none())
             || el.size_bytes.get(e).copied().unwrap_or(0) < self.min_size_bytes
     }
@@ -296,14 +296,14 @@ pub struct RenderStats {
 
 const N_BATCH: usize = 2 * PALETTE_LEN as usize + 10;
 
-fn band_batch(origin: Origin, e: usize, colours: Option<&[u8]>) -> usize {
+fn band_batch(kind: ElementKind, e: usize, colours: Option<&[u8]>) -> usize {
     let c = match colours.and_then(|c| c.get(e)) {
         Some(&c) => c as usize % PALETTE_LEN as usize,
         None => e % CATEGORICAL_LEN as usize,
     };
-    if origin == Origin::PoolEnvelope {
+    if kind == ElementKind::PoolEnvelope {
         POOL
-    } else if origin.before_trace() {
+    } else if kind.before_trace() {
         PALETTE_LEN as usize + c
     } else {
         c
@@ -545,8 +545,8 @@ pub fn render_timeline(
             continue;
         }
         stats.elements_visited += 1;
-        let origin = Origin::from_u8(el.origin.get(e).copied().unwrap_or(0));
-        let batch = band_batch(origin, e, opts.colours);
+        let kind = el.kind.get(e).copied().unwrap_or(ElementKind::TRACED);
+        let batch = band_batch(kind, e, opts.colours);
         let matched = opts.matches.is_some_and(|m| m.contains(e));
         emit_element(layout, vp, e, monotone, &mut |r, narrow| {
             if narrow && out.narrow.covered(r) {

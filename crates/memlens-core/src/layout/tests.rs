@@ -118,15 +118,13 @@ fn memory_from_before_the_trace_starts_at_the_left_edge() {
         {"address":256,"size":1024,"requested_size":64,"state":"active_allocated","frames":[]}]}"#;
     let s = trace(&[("alloc", 0x100, 64), ("free_completed", 0x900, 30)], segs);
     let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
-    let origins: Vec<Origin> = l
-        .elements
-        .origin
-        .iter()
-        .map(|&o| Origin::from_u8(o))
-        .collect();
     assert_eq!(
-        origins,
-        [Origin::Ghost, Origin::FreedUntraced, Origin::Traced]
+        l.elements.kind,
+        [
+            ElementKind::Allocation(Origin::Untraced),
+            ElementKind::Allocation(Origin::UnmatchedFree),
+            ElementKind::TRACED
+        ]
     );
     assert_eq!(l.elements.start_x, [0, 0, 1]);
     assert_eq!(l.elements.end_x, [3, 2, 3]);
@@ -729,9 +727,7 @@ fn private_pools_stack_inside_envelopes_that_follow_reserved_memory() {
     );
     let by_addr = |a: u64| {
         (0..l.len())
-            .find(|&e| {
-                l.elements.addr[e] == a && l.elements.origin[e] != Origin::PoolEnvelope as u8
-            })
+            .find(|&e| l.elements.addr[e] == a && l.elements.kind[e] != ElementKind::PoolEnvelope)
             .unwrap_or(usize::MAX)
     };
     let (d0, p0, d1, p1) = (
@@ -751,7 +747,7 @@ fn private_pools_stack_inside_envelopes_that_follow_reserved_memory() {
     assert_eq!(l.offset_at(p1, 5.5), Some(0.0));
     // One envelope element per height: 4096 until event 5, 12288, then 4096 again.
     let env: Vec<(u32, u32, u64)> = (0..l.len())
-        .filter(|&e| l.elements.origin[e] == Origin::PoolEnvelope as u8)
+        .filter(|&e| l.elements.kind[e] == ElementKind::PoolEnvelope)
         .map(|e| {
             (
                 l.elements.start_x[e],
@@ -767,10 +763,7 @@ fn private_pools_stack_inside_envelopes_that_follow_reserved_memory() {
     // The pointer finds the allocation inside the envelope, else the envelope.
     assert_eq!(l.hit(5.5, 250.0), Some(p1));
     let e_env = l.hit(5.5, 3000.0).unwrap_or(usize::MAX);
-    assert_eq!(
-        l.elements.origin.get(e_env),
-        Some(&(Origin::PoolEnvelope as u8))
-    );
+    assert_eq!(l.elements.kind.get(e_env), Some(&ElementKind::PoolEnvelope));
     let tip = tooltip(&l, TimelineKind::Allocated, e_env).unwrap_or_default();
     assert!(tip.contains("private pool (1, 42) stream 0"), "{tip}");
     let c = element_context(&s, 0, &l, TimelineKind::Allocated, p1, false).unwrap_or_default();

@@ -21,7 +21,7 @@ use super::stacking::stack;
 use crate::model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-pub use super::elements::{Elements, Origin};
+pub use super::elements::{ElementKind, Elements, Origin};
 pub use super::markers::{Marker, MarkerKind, Region};
 pub use super::preview::{PREVIEW_COLUMNS, PREVIEW_HEIGHT_PX, PREVIEW_MIN_EVENTS};
 pub use super::tolerance::{
