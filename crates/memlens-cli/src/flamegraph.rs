@@ -174,11 +174,10 @@ fn peak_diff_text(before: &Snapshot, after: &Snapshot, device: Option<u32>, top:
             t.push_str(&format!("  {side:<6} no device\n"));
         }
         for p in peaks {
-            let at = if p.peak_event < 0 {
-                "before the first event".to_string()
-            } else {
-                format!("at event {}", p.peak_event)
-            };
+            let at = p.peak_event.map_or_else(
+                || "before the first event".to_string(),
+                |e| format!("at event {e}"),
+            );
             t.push_str(&format!(
                 "  {side:<6} device {}: {} live {at}\n",
                 p.device,

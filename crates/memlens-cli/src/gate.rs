@@ -150,7 +150,7 @@ pub fn run_check(a: CheckArgs) -> Result<Option<String>, CliError> {
         if let Some(w) = what {
             // Who holds the peak: the allocation table is enough (no state history).
             let replay = memlens_core::replay::replay_device(&snap, d.device);
-            let event = u32::try_from(d.timeline_peak_event).ok();
+            let event = d.timeline_peak_event;
             let mut cx = memlens_core::analysis::ledger::Classifier::new(&snap, d.device);
             let alive = memlens_core::analysis::alive::alive_at(&replay, &mut cx, event);
             let top = alive

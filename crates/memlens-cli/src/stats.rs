@@ -173,10 +173,8 @@ fn device_text(t: &mut String, snap: &Snapshot, d: &DeviceStats) {
         "  timeline baseline   {}  (live before the first event)",
         signed(d.timeline_baseline_bytes)
     );
-    let at = if d.timeline_peak_event < 0 {
-        "before the first event".to_string()
-    } else {
-        let row = u64::from(rows.start) + d.timeline_peak_event as u64;
+    let at = if let Some(peak) = d.timeline_peak_event {
+        let row = u64::from(rows.start) + u64::from(peak);
         let what = usize::try_from(row)
             .ok()
             .and_then(|r| {
@@ -187,10 +185,9 @@ fn device_text(t: &mut String, snap: &Snapshot, d: &DeviceStats) {
             })
             .map(|(a, s)| format!(" ({a} {})", Bytes::from(s)))
             .unwrap_or_default();
-        format!(
-            "after event {} of {}{what}",
-            d.timeline_peak_event, d.trace_entries
-        )
+        format!("after event {peak} of {}{what}", d.trace_entries)
+    } else {
+        "before the first event".to_string()
     };
     let _ = writeln!(
         t,

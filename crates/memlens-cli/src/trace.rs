@@ -2,10 +2,16 @@
 //! `python -m torch.cuda._memory_viz trace` prints it, with upstream's bugs fixed: names of freed
 //! allocations and segments are reused, snapshot segments are found by their `total_size` range,
 //! `TOTAL MEM` is the bytes still allocated at the end, and a bare segment list does not crash.
+//!
+//! Which free closes which allocation is read from the allocation table
+//! ([`memlens_core::replay`]); this module only names them. An alloc over a live address (its
+//! free never recorded) takes over the address: the earlier allocation's name is free again and
+//! it no longer counts in `TOTAL MEM`, as upstream's address map forgets it.
 
 use crate::fmt::Bytes;
 use crate::load::{load, CliError};
 use memlens_core::model::Segment;
+use memlens_core::replay::{replay_device, Origin, Replay};
 use memlens_core::trace::Action;
 use memlens_core::Snapshot;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -48,7 +54,7 @@ pub fn write_trace(s: &Snapshot, only: Option<u32>, out: &mut impl Write) -> io:
         }
         writeln!(out, "Device {} ----------------", dt.device)?;
         writeln!(out, "{} entries", dt.rows.len())?;
-        Replay::new(s, dt.device, dt.rows.clone()).write(out)?;
+        Writer::new(s, dt.device, dt.rows.clone()).write(out)?;
         printed = true;
     }
     if !printed {
@@ -97,19 +103,25 @@ struct Live {
 }
 
 /// One device's replay state.
-struct Replay<'a> {
+struct Writer<'a> {
     s: &'a Snapshot,
     rows: Range<u32>,
+    /// The device's allocation table, and for each event the allocation it touches.
+    table: Replay,
+    allocation_of_event: Vec<Option<u32>>,
     names: Names,
     /// Segments cudaMalloc'ed in the trace and not yet freed, by base address.
     segments: BTreeMap<u64, Live>,
     /// Snapshot segments of this device (`seg_<index in the file>`), sorted by address, that
     /// existed before the trace began (none of them is cudaMalloc'ed within it).
     snapshot_segments: Vec<(u64, u64, usize)>,
-    allocations: HashMap<u64, Live>,
+    /// Names of the named allocations (index into the table).
+    alloc_names: HashMap<u32, String>,
+    /// Address → the named allocation there (the latest allocated, until its free).
+    at_addr: HashMap<u64, u32>,
 }
 
-impl<'a> Replay<'a> {
+impl<'a> Writer<'a> {
     fn new(s: &'a Snapshot, device: u32, rows: Range<u32>) -> Self {
         let t = &s.trace;
         let malloced: HashSet<u64> = rows
@@ -127,13 +139,17 @@ impl<'a> Replay<'a> {
             .map(|(i, g)| (g.address, g.address.saturating_add(g.total_size_bytes), i))
             .collect();
         snapshot_segments.sort_unstable();
-        Replay {
+        let table = replay_device(s, device);
+        Writer {
             s,
             rows,
+            allocation_of_event: table.allocation_of_events(),
+            table,
             names: Names::default(),
             segments: BTreeMap::new(),
             snapshot_segments,
-            allocations: HashMap::new(),
+            alloc_names: HashMap::new(),
+            at_addr: HashMap::new(),
         }
     }
 
@@ -151,17 +167,60 @@ impl<'a> Replay<'a> {
         (addr < end).then(|| (format!("seg_{idx}"), start))
     }
 
-    /// The name of the allocation at `addr`, or the address itself.
-    fn alloc_name(&self, addr: u64) -> String {
-        self.allocations
-            .get(&addr)
-            .map(|l| l.name.clone())
+    /// The allocation entry `event` touches (per the table), else the one named at `addr`.
+    fn allocation(&self, event: usize, addr: u64) -> Option<u32> {
+        let of = self.allocation_of_event.get(event).copied().flatten();
+        of.or_else(|| self.at_addr.get(&addr).copied())
+    }
+
+    /// The name of `allocation`, or the address itself.
+    fn alloc_name(&self, allocation: Option<u32>, addr: u64) -> String {
+        allocation
+            .and_then(|a| self.alloc_names.get(&a))
+            .cloned()
             .unwrap_or_else(|| addr.to_string())
+    }
+
+    /// Names the allocation of an `alloc` entry; an earlier one named at its address (its free
+    /// never recorded) gives its name back.
+    fn name_allocation(&mut self, allocation: Option<u32>, addr: u64) -> String {
+        let name = self.names.take();
+        if let Some(a) = allocation {
+            self.alloc_names.insert(a, name.clone());
+            if let Some(old) = self.at_addr.insert(addr, a) {
+                if let Some(n) = self.alloc_names.remove(&old) {
+                    self.names.give_back(n);
+                }
+            }
+        }
+        name
+    }
+
+    /// The `free_completed` of `allocation`: its name, given back (the address itself for an
+    /// allocation made before the trace).
+    fn free_allocation(&mut self, allocation: Option<u32>, addr: u64) -> String {
+        let traced = allocation
+            .and_then(|a| self.table.allocations.get(a as usize))
+            .is_some_and(|a| a.origin == Origin::Traced);
+        let name = match allocation.filter(|_| traced) {
+            Some(a) => self.alloc_names.remove(&a),
+            None => None,
+        };
+        match name {
+            Some(n) => {
+                if self.at_addr.get(&addr) == allocation.as_ref() {
+                    self.at_addr.remove(&addr);
+                }
+                self.names.give_back(n.clone());
+                n
+            }
+            None => addr.to_string(),
+        }
     }
 
     fn write(mut self, out: &mut impl Write) -> io::Result<()> {
         let t = &self.s.trace;
-        for r in self.rows.clone() {
+        for (event, r) in self.rows.clone().enumerate() {
             let i = r as usize;
             let (Some(&action), Some(&addr), Some(&size)) =
                 (t.action.get(i), t.addr.get(i), t.size_bytes.get(i))
@@ -171,29 +230,19 @@ impl<'a> Replay<'a> {
             let sz = Bytes::from(size);
             match action {
                 Action::Alloc => {
-                    let name = self.names.take();
+                    let name = self.name_allocation(self.allocation(event, addr), addr);
                     match self.find_segment(addr) {
                         Some((seg, base)) => writeln!(out, "{name} = {seg}[{}:{sz}]", addr - base)?,
                         None => writeln!(out, "{name} = MEM[{addr}:{sz}]")?,
                     }
-                    // An address allocated twice without a free in between: the first allocation is
-                    // forgotten and its name is free again.
-                    if let Some(old) = self.allocations.insert(
-                        addr,
-                        Live {
-                            name,
-                            size_bytes: size,
-                        },
-                    ) {
-                        self.names.give_back(old.name);
-                    }
                 }
-                Action::FreeRequested => writeln!(out, "del {} # {sz}", self.alloc_name(addr))?,
+                Action::FreeRequested => {
+                    let name = self.alloc_name(self.allocation(event, addr), addr);
+                    writeln!(out, "del {name} # {sz}")?
+                }
                 Action::FreeCompleted => {
-                    writeln!(out, "# free completed for {} {sz}", self.alloc_name(addr))?;
-                    if let Some(old) = self.allocations.remove(&addr) {
-                        self.names.give_back(old.name);
-                    }
+                    let name = self.free_allocation(self.allocation(event, addr), addr);
+                    writeln!(out, "# free completed for {name} {sz}")?;
                 }
                 Action::SegmentAlloc => {
                     let name = self.names.take();
@@ -225,7 +274,8 @@ impl<'a> Replay<'a> {
                 },
                 Action::Annotate => {
                     let text = t.user_metadata.get(i).map(|&m| self.s.str(m)).unwrap_or("");
-                    writeln!(out, "# annotate {}: {text}", self.alloc_name(addr))?;
+                    let name = self.alloc_name(self.at_addr.get(&addr).copied(), addr);
+                    writeln!(out, "# annotate {name}: {text}")?;
                 }
                 Action::SegmentMap | Action::SegmentUnmap | Action::Snapshot | Action::Unknown => {
                     self.write_dict(out, i)?
@@ -233,9 +283,10 @@ impl<'a> Replay<'a> {
             }
         }
         let total = self
-            .allocations
-            .values()
-            .fold(0u64, |t, l| t.saturating_add(l.size_bytes));
+            .alloc_names
+            .keys()
+            .filter_map(|&a| self.table.allocations.get(a as usize))
+            .fold(0u64, |t, a| t.saturating_add(a.size_bytes));
         writeln!(out, "TOTAL MEM: {}", Bytes::from(total))
     }
 

@@ -263,8 +263,8 @@ pub fn compare_segments(before: &Snapshot, after: &Snapshot, device: Option<u32>
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeakLive {
     pub device: u32,
-    /// [`crate::DeviceStats::timeline_peak_event`] (-1: before the first event).
-    pub peak_event: i64,
+    /// [`crate::DeviceStats::timeline_peak_event`] (`None`: before the first event).
+    pub peak_event: Option<u32>,
     /// [`crate::DeviceStats::timeline_peak_bytes`].
     pub peak_bytes: i64,
     /// Σ of `by_stack`: equals `peak_bytes` unless the trace disagrees with the segments.
@@ -280,7 +280,7 @@ pub fn live_by_stack_at_peak(s: &Snapshot, device: u32) -> PeakLive {
     let mut fmt = StackFormatter::new(s);
     let mut by_stack: BTreeMap<String, u64> = BTreeMap::new();
     let mut live_bytes = 0u64;
-    for a in replay.live_at(st.timeline_peak_event) {
+    for a in replay.live_at(st.timeline_peak_event.map_or(-1, i64::from)) {
         live_bytes = live_bytes.saturating_add(a.size_bytes);
         let e = by_stack.entry(fmt.folded(a.stack).to_string()).or_default();
         *e = e.saturating_add(a.size_bytes);
@@ -501,7 +501,10 @@ mod tests {
     fn live_at_peak_groups_by_stack() {
         let s = traced();
         let p = live_by_stack_at_peak(&s, 0);
-        assert_eq!((p.peak_event, p.peak_bytes, p.live_bytes), (0, 130, 130));
+        assert_eq!(
+            (p.peak_event, p.peak_bytes, p.live_bytes),
+            (Some(0), 130, 130)
+        );
         let want: BTreeMap<String, u64> = [
             ("model.py:9:fwd".to_string(), 100),
             ("<non-python>".to_string(), 30),

@@ -14,8 +14,10 @@
 //! - An `alloc` at an address that is already open leaves the earlier allocation open to the end
 //!   (its free was never recorded), as upstream does; [`Replay::realloc_without_free`] counts them.
 //!
-//! - An allocation's *version* counts the allocations at its address before it, in the order of
-//!   [`Replay::allocations`] (upstream's version numbers; the timeline draws `addr_version`).
+//! - An allocation's *version* counts the `free_completed` entries at its address before its
+//!   first entry (upstream's version numbers, which bump on `free_completed` only: an alloc over
+//!   a live address keeps the live one's version). The timeline draws `addr_version`; the event
+//!   list labels every entry of the allocation with it ([`crate::state::events`]).
 //!
 //! An *event index* ([`EventIdx`]) is a 0-based index into one device's trace entries (the `i`th
 //! entry of [`Snapshot::device_rows`]); everything below counts events that way.
@@ -46,7 +48,8 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
     pub addr: u64,
-    /// Allocations at `addr` before this one, in [`Replay::allocations`] order.
+    /// `free_completed` entries at `addr` before this allocation's first entry (see the module
+    /// docs).
     pub version: u32,
     /// Requested (unrounded) bytes.
     pub size_bytes: u64,
@@ -224,13 +227,18 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
     out
 }
 
-/// Sets each allocation's version: how many allocations at its address come before it.
+/// Sets each allocation's version: how many allocations at its address come before it and are
+/// freed in the trace. Allocations are in the order of their first entry, and an earlier one at
+/// the same address is either freed before that entry or never (an alloc over it left it open),
+/// so this counts the `free_completed` entries at the address before the allocation.
 fn number_versions(allocations: &mut [Allocation]) {
-    let mut next: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut freed: FxHashMap<u64, u32> = FxHashMap::default();
     for a in allocations {
-        let v = next.entry(a.addr).or_insert(0);
+        let v = freed.entry(a.addr).or_insert(0);
         a.version = *v;
-        *v += 1;
+        if a.free_event.is_some() {
+            *v += 1;
+        }
     }
 }
 
@@ -251,6 +259,24 @@ impl Replay {
             }
         }
         out
+    }
+
+    /// For each event, the allocation (index into [`Replay::allocations`]) that it allocates,
+    /// requests the free of, or frees; `None` for other events and for a `free_requested` that
+    /// no allocation kept (a repeated one, or a lone one followed by an alloc).
+    pub fn allocation_of_events(&self) -> Vec<Option<u32>> {
+        let mut of = vec![None; self.events as usize];
+        for (k, a) in self.allocations.iter().enumerate() {
+            for e in [a.alloc_event, a.free_requested_event, a.free_event]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(slot) = of.get_mut(e as usize) {
+                    *slot = Some(k as u32);
+                }
+            }
+        }
+        of
     }
 }
 
@@ -356,11 +382,11 @@ mod tests {
         let st = device_stats(&s, 0);
         assert_eq!(r.live_bytes_at(-1) as i64, st.timeline_baseline_bytes);
         assert_eq!(
-            r.live_bytes_at(st.timeline_peak_event) as i64,
+            r.live_bytes_at(st.timeline_peak_event.map_or(-1, i64::from)) as i64,
             st.timeline_peak_bytes
         );
         // The peak is 1900 after the last alloc (event 7).
-        assert_eq!(st.timeline_peak_event, 7);
+        assert_eq!(st.timeline_peak_event, Some(7));
         assert_eq!(st.timeline_peak_bytes, 1900);
     }
 
@@ -378,6 +404,11 @@ mod tests {
         assert_eq!(r.live_bytes_at(2), 10);
         assert_eq!(r.allocations[0].free_event, None);
         assert_eq!(r.allocations[1].free_event, Some(2));
+        // Upstream bumps versions on `free_completed` only: both allocations are `_0`.
+        assert_eq!(
+            r.allocations.iter().map(|a| a.version).collect::<Vec<_>>(),
+            [0, 0]
+        );
     }
 
     /// Live bytes after each event, from the allocations' lifetimes (prefix sums).
@@ -434,7 +465,7 @@ mod tests {
                 }
                 assert_eq!(live_series(&r), want, "{} device {d}", f.display());
                 assert_eq!(
-                    r.live_bytes_at(st.timeline_peak_event) as i64,
+                    r.live_bytes_at(st.timeline_peak_event.map_or(-1, i64::from)) as i64,
                     st.timeline_peak_bytes
                 );
                 checked += 1;

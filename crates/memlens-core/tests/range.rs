@@ -245,11 +245,9 @@ fn a_part_of_a_fixture_keeps_allocations_from_before_it() {
     assert_eq!(replay_device(&part, 0).live_bytes_at(1), 8 * 1024 * 1024);
     // a time range needs times
     let mut untimed = whole.clone();
-    untimed
-        .trace
-        .time_us
-        .iter_mut()
-        .for_each(|t| *t = memlens_core::trace::TIME_NONE);
+    for row in 0..untimed.trace.len() {
+        untimed.trace.set_time(row, None);
+    }
     let r = EventRange::Time {
         from_us: 0,
         to_us: None,

@@ -94,7 +94,7 @@ fn legacy_blocks_have_history_and_no_address() {
     assert_eq!(s.blocks[0].address, 0x7f00_0000_0000);
     assert_eq!(s.blocks[1].address, 0x7f00_0010_0000);
     assert_eq!(s.blocks[0].requested_size_bytes, 1_000_000);
-    assert_eq!(s.trace.time_us[0], memlens_core::trace::TIME_NONE);
+    assert_eq!(s.trace.time_of(0), None);
     assert_eq!(s.blocks[0].state, BlockState::ActiveAllocated);
 }
 

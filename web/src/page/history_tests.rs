@@ -8,8 +8,10 @@ use super::{fit, place, MapGeometry, PAD, ROW_H};
 use crate::wire::history::*;
 use memlens_core::columns::round_trip;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
+use memlens_core::replay::replay_device;
+use memlens_core::state::events::EventList;
 use memlens_core::state::AllocatorHistory;
-use memlens_core::trace::{Action, TIME_NONE};
+use memlens_core::trace::Action;
 use memlens_core::Snapshot;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -124,11 +126,14 @@ fn check_geometry(name: &str, f: &StateFrame, g: &MapGeometry, width: f64) {
 fn check_snapshot(name: &str, snap: &Snapshot) {
     for device in snap.devices() {
         let h = AllocatorHistory::new(snap, device);
-        let ev = EventColumns::build(snap, device, Vec::new());
+        let ev = EventList::build(snap, &replay_device(snap, device), Vec::new());
         let n = ev.len();
         assert_eq!(n, snap.device_rows(device).len(), "{name}: list length");
         assert_eq!(ev.meta.n_events as usize, n);
-        let back = round_trip(&ev).map(|b| EventColumns { device, ..b });
+        let back = round_trip(&ev).map(|mut b| {
+            b.device = device;
+            b
+        });
         assert_eq!(back.as_ref(), Ok(&ev), "{name}: list columns travel");
         // Versions: an allocation's alloc, free_requested and free_completed share one; the
         // next allocation at that address has the next.
@@ -254,82 +259,4 @@ fn real_snapshots_list_link_and_map() {
     for (name, snap) in real_snapshots() {
         check_snapshot(&name, &snap);
     }
-}
-
-/// An alloc over a live address (its free never recorded), a repeated `free_requested`, a lone
-/// `free_requested` before an alloc, an unmatched free: the list's labels, pinned.
-pub(crate) const REALLOC_WITHOUT_FREE: &str = r#"{"segments": [], "device_traces": [[
-    {"action": "alloc", "addr": 4096, "size": 100, "stream": 0},
-    {"action": "alloc", "addr": 4096, "size": 200, "stream": 0},
-    {"action": "free_requested", "addr": 4096, "size": 200, "stream": 0},
-    {"action": "free_requested", "addr": 4096, "size": 200, "stream": 0},
-    {"action": "free_completed", "addr": 4096, "size": 200, "stream": 0},
-    {"action": "annotate", "addr": 4096, "size": 0, "stream": 0, "user_metadata": "pinned"},
-    {"action": "alloc", "addr": 4096, "size": 300, "stream": 0},
-    {"action": "free_requested", "addr": 8192, "size": 50, "stream": 0},
-    {"action": "alloc", "addr": 8192, "size": 50, "stream": 0},
-    {"action": "free_completed", "addr": 4096, "size": 300, "stream": 0},
-    {"action": "free_completed", "addr": 8192, "size": 50, "stream": 0},
-    {"action": "free_completed", "addr": 12288, "size": 10, "stream": 0}]]}"#;
-
-#[test]
-fn realloc_without_free_labels_are_upstreams() {
-    let snap = memlens_core::load(REALLOC_WITHOUT_FREE.as_bytes()).expect("loads");
-    let ev = EventColumns::build(&snap, 0, Vec::new());
-    let labels: Vec<String> = (0..ev.len()).map(|i| ev.addr_label(i)).collect();
-    // Upstream bumps a block's version on `free_completed` only: the alloc over the live
-    // address keeps `_0`.
-    assert_eq!(
-        labels,
-        [
-            "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_0", "b'1000_1",
-            "b'2000_0", "b'2000_0", "b'1000_1", "b'2000_0", "b'3000_0"
-        ]
-    );
-    // The timeline's versions (alloc order at 0x1000: 100, 200, 300 bytes).
-    let layout = TimelineLayout::build(&snap, 0, TimelineKind::Active);
-    let el = &layout.elements;
-    let mut v: Vec<(u64, u64, u32)> = (0..el.len())
-        .map(|e| (el.addr[e], el.size_bytes[e], el.version[e]))
-        .collect();
-    v.sort_unstable();
-    assert_eq!(
-        v,
-        [
-            (4096, 100, 0),
-            (4096, 200, 1),
-            (4096, 300, 2),
-            (8192, 50, 0),
-            (12288, 10, 0)
-        ]
-    );
-}
-
-#[test]
-fn event_at_time_takes_the_last_entry_at_or_before() {
-    let ev = EventColumns {
-        action: vec![0; 5],
-        addr: vec![0; 5],
-        size_bytes: vec![0; 5],
-        version: vec![0; 5],
-        stream: vec![0; 5],
-        time_us: vec![100, 100, 250, 400, 400],
-        ..EventColumns::default()
-    };
-    assert_eq!(ev.event_at_time(50), Some(0));
-    assert_eq!(ev.event_at_time(100), Some(1));
-    assert_eq!(ev.event_at_time(300), Some(2));
-    assert_eq!(ev.event_at_time(1000), Some(4));
-    let none = EventColumns {
-        time_us: vec![TIME_NONE; 2],
-        action: vec![0; 2],
-        ..EventColumns::default()
-    };
-    assert_eq!(none.event_at_time(5), None);
-}
-
-#[test]
-fn format_size_is_upstreams() {
-    assert_eq!(format_size(1_572_864), "1.5MiB (1572864 bytes)");
-    assert_eq!(format_size(512), "512B (512 bytes)");
 }

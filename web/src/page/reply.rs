@@ -10,6 +10,7 @@ use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
 use memlens_core::colour::Colouring;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
+use memlens_core::state::events::EventList;
 use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
@@ -132,12 +133,10 @@ impl Reply {
                 ctx,
             },
             FromWorker::StateEvents { id, device } => {
-                let ev = pack::unpack::<EventColumns>(data).map_err(|e| format!("memlens: {e}"))?;
-                let ev = EventColumns {
-                    file: id,
-                    device,
-                    ..ev.value
-                };
+                let ev = pack::unpack::<EventList>(data).map_err(|e| format!("memlens: {e}"))?;
+                let mut list = ev.value;
+                list.device = device;
+                let ev = EventColumns { file: id, list };
                 web_sys::console::log_1(
                     &format!(
                         "memlens: state history list of device {device}: {} entries (history built in {:.1} ms)",

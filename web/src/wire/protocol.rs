@@ -47,7 +47,7 @@ pub enum ToWorker {
         elem: u32,
         full: bool,
     },
-    /// Allocator State History: the device's trace as list columns (`crate::wire::history::EventColumns`).
+    /// Allocator State History: the device's trace as list columns (core's `EventList`).
     StateEvents {
         id: u32,
         device: u32,
@@ -180,7 +180,7 @@ pub enum FromWorker {
         full: bool,
         ctx: Option<ElementContext>,
     },
-    /// Reply to [`ToWorker::StateEvents`]; payload: the `EventColumns`.
+    /// Reply to [`ToWorker::StateEvents`]; payload: core's `EventList`.
     StateEvents {
         id: u32,
         device: u32,
@@ -252,27 +252,4 @@ memlens_core::impl_columns! {
     SearchHits {
         columns [bits];
     }
-}
-
-/// An `oom` entry of a device's trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OomEvent {
-    pub event: u32,
-    pub requested_bytes: u64,
-    pub device_free_bytes: Option<u64>,
-}
-
-/// Small facts about a device's trace for the Allocator State History's event list.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StateEventsMeta {
-    pub n_events: u32,
-    /// `timeline_peak_event` of `device_stats`, if the peak is after an entry.
-    pub peak_event: Option<u32>,
-    pub ooms: Vec<OomEvent>,
-    /// Stream ids by the ordinal the `stream` column holds (0 stays first when present).
-    pub streams: Vec<u64>,
-    /// What the reconstruction had to skip or guess.
-    pub warnings: Vec<String>,
-    /// Time the worker spent building the history (0 when it was built before).
-    pub build_ms: f64,
 }

@@ -1,13 +1,16 @@
 //! The worker's side of the Allocator State History: one `memlens_core::state::AllocatorHistory`
 //! per device, built on first use (or in idle time right after load) and kept with the `State`
-//! that requests move, so stepping ±1 costs microseconds; and the replies: the device's trace
-//! as list columns and one state as core's columns (both `crate::wire::history`), shipped through
+//! that requests move, so stepping ±1 costs microseconds, together with the device's event list
+//! (`memlens_core::state::events::EventList`), both from one allocation table; and the replies:
+//! the list and one state as core's columns (`crate::wire::history`), shipped through
 //! `crate::wire::pack`.
 
 use crate::wire::clock::now_ms;
-use crate::wire::history::{EventColumns, StateFrame};
+use crate::wire::history::StateFrame;
 use crate::wire::pack;
 use crate::wire::protocol::FromWorker;
+use memlens_core::replay::replay_device;
+use memlens_core::state::events::EventList;
 use memlens_core::state::{AllocatorHistory, State};
 use memlens_core::Snapshot;
 use std::collections::HashMap;
@@ -20,8 +23,8 @@ pub const PREBUILD_MAX_EVENTS: usize = 2_000_000;
 struct DeviceHistory {
     history: AllocatorHistory,
     state: State,
-    /// The list columns, when built ahead of the page asking (handed over once).
-    events: Option<EventColumns>,
+    /// The event list, built with the history (handed over once).
+    events: Option<EventList>,
     /// Build time not yet reported to the page.
     unreported_build_ms: f64,
 }
@@ -36,9 +39,11 @@ impl StateCache {
     fn get(&mut self, snap: &Snapshot, device: u32) -> &mut DeviceHistory {
         self.devices.entry(device).or_insert_with(|| {
             let t0 = now_ms();
-            let history = AllocatorHistory::new(snap, device);
+            let replay = replay_device(snap, device);
+            let history = AllocatorHistory::with_replay(snap, &replay);
             let state = history.state_at(history.events().checked_sub(1));
             let build_ms = now_ms() - t0;
+            let events = EventList::build(snap, &replay, history.diagnostics().warnings());
             web_sys::console::log_1(
                 &format!(
                     "memlens: allocator state history of device {device}: {} events, built in {build_ms:.1} ms (worker), {:.1} MiB",
@@ -50,7 +55,7 @@ impl StateCache {
             DeviceHistory {
                 history,
                 state,
-                events: None,
+                events: Some(events),
                 unreported_build_ms: build_ms,
             }
         })
@@ -69,12 +74,7 @@ impl StateCache {
         {
             return;
         }
-        let h = self.get(snap, device);
-        h.events = Some(EventColumns::build(
-            snap,
-            device,
-            h.history.diagnostics().warnings(),
-        ));
+        self.get(snap, device);
     }
 }
 
@@ -87,7 +87,11 @@ pub fn send_events(file: Option<(&Snapshot, &mut StateCache)>, id: u32, device: 
     let build_ms = std::mem::take(&mut h.unreported_build_ms);
     let mut c = match h.events.take() {
         Some(c) => c,
-        None => EventColumns::build(snap, device, h.history.diagnostics().warnings()),
+        None => EventList::build(
+            snap,
+            &replay_device(snap, device),
+            h.history.diagnostics().warnings(),
+        ),
     };
     c.meta.build_ms = build_ms;
     pack::reply_with(&FromWorker::StateEvents { id, device }, &c).post();

@@ -66,7 +66,7 @@ fn side(s: &Snapshot, device: u32) -> (PeakSide, Option<Alive>) {
     }
     let st = crate::device_stats(s, device);
     let replay = replay_device(s, device);
-    let event = u32::try_from(st.timeline_peak_event).ok();
+    let event = st.timeline_peak_event;
     let alive = alive_at(&replay, &mut Classifier::new(s, device), event);
     let p = PeakSide {
         timeline_peak_bytes: st.timeline_peak_bytes,

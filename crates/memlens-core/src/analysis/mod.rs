@@ -239,10 +239,7 @@ fn moment(s: &Snapshot, replay: &crate::replay::Replay, o: &Options) -> (Moment,
         Some(e) => (Moment::Event, Some(e.min(replay.events.saturating_sub(1)))),
         None => {
             let stats = crate::device_stats(s, replay.device);
-            (
-                Moment::TimelinePeak,
-                u32::try_from(stats.timeline_peak_event).ok(),
-            )
+            (Moment::TimelinePeak, stats.timeline_peak_event)
         }
     }
 }

@@ -31,12 +31,28 @@ pub struct DeviceStats {
     pub timeline_baseline_bytes: i64,
     /// Max of the baseline and baseline + running Σ(alloc − free_completed).
     pub timeline_peak_bytes: i64,
-    /// Trace index (0-based, within the device) where the timeline peak is first reached; -1 = before the first event.
-    pub timeline_peak_event: i64,
+    /// Event index (0-based, within the device's trace) after which the timeline peak is first
+    /// reached; `None`: before the first event (written `-1` in JSON, as the references read it).
+    #[serde(with = "event_or_minus_one")]
+    pub timeline_peak_event: Option<u32>,
     /// `reserved_bytes` − Σ(segment_alloc + segment_map) + Σ(segment_free + segment_unmap).
     pub reserved_baseline_bytes: i64,
     /// Max of the reserved baseline and its running sums.
     pub peak_reserved_bytes: i64,
+}
+
+/// An optional event index in JSON: the index, or `-1` for none (upstream's and the python
+/// references' convention for "before the first event").
+mod event_or_minus_one {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(v.map_or(-1, i64::from))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        Ok(u32::try_from(i64::deserialize(d)?).ok())
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,7 +95,7 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         largest_free_block_bytes: 0,
         timeline_baseline_bytes: 0,
         timeline_peak_bytes: 0,
-        timeline_peak_event: -1,
+        timeline_peak_event: None,
         reserved_baseline_bytes: 0,
         peak_reserved_bytes: 0,
     };
@@ -165,7 +181,7 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
     st.timeline_baseline_bytes = clamp(base);
     st.timeline_peak_bytes = clamp(peak);
-    st.timeline_peak_event = peak_at;
+    st.timeline_peak_event = u32::try_from(peak_at).ok();
     st.reserved_baseline_bytes = clamp(seg_base);
     st.peak_reserved_bytes = clamp(peak_s);
     st

@@ -71,6 +71,7 @@
 
 mod build;
 mod columns;
+pub mod events;
 mod live;
 mod sampled;
 #[cfg(test)]

@@ -29,7 +29,8 @@ pub struct TraceColumns {
     pub addr: Vec<u64>,
     pub size_bytes: Vec<u64>,
     pub stream: Runs<u64>,
-    /// µs since the epoch; [`TIME_NONE`] where the entry has no `time_us` (torch ≤ 2.0).
+    /// µs since the epoch, where the entry has a `time_us` (torch ≤ 2.0 has none); read through
+    /// [`TraceColumns::time_of`] (missing times are stored as a value no reader compares with).
     pub time_us: Vec<i64>,
     pub stack: Vec<StackId>,
     pub compile_context: StrRuns,
@@ -37,8 +38,8 @@ pub struct TraceColumns {
     pub extras: Vec<(u32, EntryExtra)>,
 }
 
-/// `time_us` of an entry that has none (torch ≤ 2.0).
-pub const TIME_NONE: i64 = i64::MIN;
+/// `time_us` of an entry that has none (torch ≤ 2.0): what the writers store, private to core.
+pub(crate) const TIME_NONE: i64 = i64::MIN;
 
 impl TraceColumns {
     pub fn len(&self) -> usize {
@@ -55,10 +56,15 @@ impl TraceColumns {
             .take_while(move |(r, _)| *r == row)
             .map(|(_, e)| e)
     }
-    /// `time_us` of entry `row`; `None` where it has none (torch ≤ 2.0) or is out of range. Read
-    /// times through this, never by comparing with [`TIME_NONE`], which only writers use.
+    /// `time_us` of entry `row`; `None` where it has none (torch ≤ 2.0) or is out of range.
     pub fn time_of(&self, row: usize) -> Option<i64> {
         self.time_us.get(row).copied().filter(|&t| t != TIME_NONE)
+    }
+    /// Sets (or, with `None`, removes) the time of entry `row`, if it exists.
+    pub fn set_time(&mut self, row: usize, t: Option<i64>) {
+        if let Some(slot) = self.time_us.get_mut(row) {
+            *slot = t.unwrap_or(TIME_NONE);
+        }
     }
     pub fn device_free(&self, row: u32) -> Option<u64> {
         self.extras_of(row).find_map(|e| match e {

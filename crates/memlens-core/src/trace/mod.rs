@@ -13,7 +13,8 @@ pub mod stacks;
 pub mod strings;
 
 pub use action::Action;
-pub use columns::{EntryExtra, TraceColumns, TIME_NONE};
+pub(crate) use columns::TIME_NONE;
+pub use columns::{EntryExtra, TraceColumns};
 pub use runs::{Cursor, Runs, StrRuns};
 pub use stacks::{Frame, FrameId, StackId, StackTable};
 pub use strings::{StrId, StringTable};
