@@ -61,9 +61,9 @@ impl StateCache {
         })
     }
 
-    /// The device's history, built if it is not yet.
-    pub fn history(&mut self, snap: &Snapshot, device: u32) -> &AllocatorHistory {
-        &self.get(snap, device).history
+    /// The device's history if it is built already.
+    pub fn built(&self, device: u32) -> Option<&AllocatorHistory> {
+        self.devices.get(&device).map(|h| &h.history)
     }
 
     /// Builds the history of `device` and its list columns now unless the trace is long (see

@@ -475,30 +475,35 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
         return;
     }
     // The first view needs this layout anyway: send it without waiting to be asked, a preview
-    // first when the trace is long; then, once the messages queued meanwhile are answered, the
-    // exact layout, and the allocator state history.
+    // first when the trace is long; then, each once the messages queued meanwhile are answered,
+    // the diagnosis (it reconstructs only the few allocator states it reads, so it waits
+    // neither for the exact layout nor for the whole history), the exact layout, and the
+    // allocator state history.
     send_layout_as(st, id, d, TimelineKind::Active, true);
     let st = st.clone();
     wasm_bindgen_futures::spawn_local(async move {
         yield_now().await;
+        send_diagnosis(&st, id, d);
+        yield_now().await;
         complete_layout(&st, id, d, TimelineKind::Active);
         yield_now().await;
         prebuild_state(&st, id, d);
-        yield_now().await;
-        send_diagnosis(&st, id, d);
     });
 }
 
-/// Diagnoses a device (`memlens_core::analysis`) over its state history and posts the result.
+/// Diagnoses a device (`memlens_core::analysis`) and posts the result: over its state history
+/// when that is built already, else over the states the analysis reads alone (the same answer).
 fn send_diagnosis(st: &Shared, id: u32, device: u32) {
-    let mut s = st.borrow_mut();
-    let Some(f) = s.files.get_mut(&id) else {
+    let s = st.borrow();
+    let Some(f) = s.files.get(&id) else {
         return;
     };
     let t0 = now_ms();
-    let history = f.state.history(&f.snap, device);
     let opts = memlens_core::analysis::Options::default();
-    let diagnosis = memlens_core::analysis::diagnose_with_history(&f.snap, history, &opts);
+    let diagnosis = match f.state.built(device) {
+        Some(h) => memlens_core::analysis::diagnose_with_history(&f.snap, h, &opts),
+        None => memlens_core::analysis::diagnose_device(&f.snap, device, &opts),
+    };
     let build_ms = now_ms() - t0;
     drop(s);
     web_sys::console::log_1(
