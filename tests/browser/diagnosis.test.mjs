@@ -480,55 +480,6 @@ test('a pinned band opens live memory right after its allocation', async (t) => 
   assert.equal(ic.total, cli.peak.allocated_bytes, `${name}: flamegraph after event ${ic.event} = memlens diagnose --at`);
 });
 
-test('the Compare view shows what memlens compare --json finds between two open files', async (t) => {
-  const a = path.join(SNAPS, 'Wedsonlin__assignment2-systems__results_medium_512_training_memory_snapshot.pickle');
-  const b = path.join(SNAPS, 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle');
-  if (!fs.existsSync(a) || !fs.existsSync(b)) {
-    skipOrFail(t, `${a} or ${b} missing: Compare view check`);
-    return;
-  }
-  await page.goto('about:blank');
-  await page.goto(`${base}#view=compare`);
-  await page.waitForSelector('#memlens[data-state=empty]');
-  await page.setInputFiles('[data-testid=file-input]', a);
-  await page.waitForFunction((n) => document.getElementById('memlens')?.dataset.file === n && document.getElementById('memlens').dataset.state === 'ready', path.basename(a));
-  await page.setInputFiles('[data-testid=file-input]', b);
-  await page.waitForSelector('[data-testid=compare][data-state=ready]', { timeout: 60000 });
-  const shownPair = await page.$eval('[data-testid=compare]', (e) => [e.dataset.a, e.dataset.b]);
-  assert.deepEqual(shownPair, [path.basename(a), path.basename(b)], 'A = the file opened first, B = the current one');
-  const cli = JSON.parse(memlens(['compare', '--json', a, b]));
-  const dev = await page.$$eval('[data-testid=compare-device]', (ds) => ds.map((d) => ({ device: Number(d.dataset.device), change: Number(d.dataset.change) })));
-  assert.deepEqual(dev, cli.devices.map((d) => ({ device: d.device, change: d.peak_change_bytes })));
-  const rows = await page.$$eval('[data-testid=compare-device]:first-of-type tr[data-testid=compare-row]', (rs) => rs.map((r) => ({ frame: r.dataset.frame, change: Number(r.dataset.change) })));
-  const want = cli.devices[0].by_frame.filter((c) => c.change_bytes !== 0).slice(0, rows.length).map((c) => ({ frame: c.frame, change: c.change_bytes }));
-  assert.ok(rows.length > 0, 'rows shown');
-  assert.deepEqual(rows, want, 'frame rows = memlens compare --json by_frame');
-  const classes = await page.$$eval('[data-testid=compare-device]:first-of-type tr[data-testid=compare-class]', (rs) => rs.map((r) => ({ class: r.dataset.class, change: Number(r.dataset.change) })));
-  assert.deepEqual(classes, cli.devices[0].by_class.filter((c) => c.change_bytes !== 0).map((c) => ({ class: c.class, change: c.change_bytes })));
-  await page.screenshot({ path: path.join(OUT, 'compare.png') });
-  // The hash names both files (file = B, a = A), and a page opened on such a hash compares them.
-  const hash = await page.evaluate(() => location.hash);
-  assert.match(hash, /view=compare/);
-  assert.ok(hash.includes(`a=${encodeURIComponent(path.basename(a))}`) && hash.includes(`file=${encodeURIComponent(path.basename(b))}`), hash);
-  // A frame row opens B on the timeline with the frame searched.
-  const first = rows.find((r) => !r.frame.startsWith('('));
-  await page.click(`tr[data-testid=compare-row][data-frame="${first.frame}"]`);
-  await page.waitForFunction((n) => /view=timeline/.test(location.hash) && document.getElementById('memlens')?.dataset.file === n, path.basename(b));
-  assert.equal(await page.inputValue('[data-testid=search-frame]'), first.frame);
-
-  await page.goto('about:blank');
-  await page.goto(`${base}#view=compare&file=${encodeURIComponent(path.basename(a))}&a=${encodeURIComponent(path.basename(b))}`);
-  await page.waitForSelector('#memlens[data-state=empty]');
-  await page.setInputFiles('[data-testid=file-input]', b);
-  await page.waitForFunction((n) => document.getElementById('memlens')?.dataset.file === n && document.getElementById('memlens').dataset.state === 'ready', path.basename(b));
-  await page.setInputFiles('[data-testid=file-input]', a);
-  await page.waitForSelector('[data-testid=compare][data-state=ready]', { timeout: 60000 });
-  const swapped = await page.$eval('[data-testid=compare]', (e) => [e.dataset.a, e.dataset.b]);
-  assert.deepEqual(swapped, [path.basename(b), path.basename(a)], 'the hash decides A and B');
-  const dev0 = await page.$eval('[data-testid=compare-device]', (d) => Number(d.dataset.change));
-  assert.equal(dev0, -cli.devices[0].peak_change_bytes, 'swapped: the change changes sign');
-});
-
 test('no request left 127.0.0.1, and no page errors', async () => {
   assert.deepEqual(foreign, []);
   assert.deepEqual(pageErrors, []);

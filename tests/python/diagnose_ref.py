@@ -153,6 +153,12 @@ def allocations(device, segments, trace):
 def device_peak(device, segments, trace):
     baseline = stats_ref.device_stats(device, segments, trace)["timeline_baseline_bytes"]
     event = peak_event(baseline, trace)
+    return alive_after(device, segments, trace, event)
+
+
+def alive_after(device, segments, trace, event):
+    """What is alive once trace entry `event` is applied (None: before the first), by user
+    frame."""
     at = BEFORE if event is None else event
     groups = {}
     total = count = 0

@@ -154,18 +154,7 @@ pub fn app() -> Html {
             }
         });
     }
-    // The Compare view's two files.
-    {
-        let bridge = bridge.clone();
-        let want = state
-            .compare_pair()
-            .filter(|_| state.view() == View::Compare);
-        use_effect_with(want, move |want| {
-            if let (Some(b), Some((x, y))) = (&bridge, want) {
-                b.request_compare(*x, *y);
-            }
-        });
-    }
+    crate::page::compare_view::use_compare_requests(&state, bridge.clone());
     // The timeline's zoomed window: what grew between its ends.
     {
         let bridge = bridge.clone();
@@ -356,16 +345,10 @@ pub fn app() -> Html {
                 let content = match (view, view.kind()) {
                     (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
                     (View::Compare, _) => {
-                        let (s1, s2) = (state.clone(), state.clone());
+                        let s1 = state.clone();
                         html! {
                             <crate::page::compare_view::CompareView state={std::rc::Rc::new((*state).clone())}
-                                on_pick={Callback::from(move |(a, f): (bool, u32)| s1.dispatch(Action::PickCompare(a, f)))}
-                                on_frame={Callback::from(move |f: String| {
-                                    if let Some((_, b)) = s2.compare_pair() {
-                                        s2.dispatch(Action::SelectFile(b));
-                                    }
-                                    s2.dispatch(Action::ShowFrame(f));
-                                })} />
+                                act={Callback::from(move |a: Action| s1.dispatch(a))} />
                         }
                     }
                     (View::Overview, _) => {

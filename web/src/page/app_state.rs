@@ -3,10 +3,12 @@
 //! mirrors the view (`#file=..&device=..&view=..&x0=..&x1=..`, `&event=..` in the Allocator State
 //! History).
 
+use crate::page::compare_state::{CompareAction, CompareState};
 use crate::page::view_options::TimelineOptions;
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
+use crate::wire::protocol::CompareSide;
 use crate::wire::protocol::FileInfo;
-use memlens_core::analysis::compare::{Between, Comparison};
+use memlens_core::analysis::compare::Between;
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::colour::{ColourBy, Colouring};
@@ -35,6 +37,8 @@ pub struct HashState {
     pub opts: TimelineOptions,
     /// Files are opened in part (`range=last:1000`, `range=100..900`: `memlens_core::range`).
     pub range: Option<String>,
+    /// Compare view: A's device (`adevice=`); B's is `device`.
+    pub compare_a_device: Option<u32>,
 }
 
 fn decode_component(s: &str) -> String {
@@ -66,6 +70,7 @@ impl HashState {
                 "axis" => h.time_axis = v == "time",
                 "a" if !v.is_empty() => h.compare_a = Some(decode_component(v)),
                 "range" if !v.is_empty() => h.range = Some(decode_component(v)),
+                "adevice" => h.compare_a_device = v.parse().ok(),
                 _ => {
                     h.opts.parse_pair(k, &decode_component(v));
                 }
@@ -100,6 +105,9 @@ impl HashState {
         parts.extend(self.opts.hash_parts());
         if let Some(r) = &self.range {
             parts.push(format!("range={}", encode_component(r)));
+        }
+        if let Some(d) = self.compare_a_device {
+            parts.push(format!("adevice={d}"));
         }
         format!("#{}", parts.join("&"))
     }
@@ -253,11 +261,9 @@ pub struct AppState {
     pub callers_of: Option<String>,
     /// Timelines: what grew inside the zoomed window, for (file), latest reply.
     pub between: Option<(u32, Rc<Between>)>,
-    /// Compare view: the file picked as A (`None`: the default, see `compare_pair`); B is the
-    /// current file.
-    pub compare_pick: Option<u32>,
-    /// Compare view: the latest comparison, for (A, B).
-    pub compared: Option<(u32, u32, Rc<Comparison>)>,
+    /// Compare view: A, the answers, the cursor and the highlight (B is the current file and
+    /// device; its window, in shared-axis units, is `window`).
+    pub compare: CompareState,
     /// Timelines: colour mode, lines, filters.
     pub opts: TimelineOptions,
     /// The latest colouring the worker sent, for (layout, mode).
@@ -356,10 +362,10 @@ pub enum Action {
     PickMoment(Option<u32>),
     /// Open the Diagnosis view with live memory after this entry.
     ShowMoment(u32),
-    /// Compare view: pick file A (`true`) or B.
-    PickCompare(bool, u32),
-    /// Compare view: the comparison of (A, B) arrived.
-    Compared(u32, u32, Rc<Comparison>),
+    /// Compare view: pick side A (`true`) or B.
+    PickCompare(bool, CompareSide),
+    /// Compare view: its own state (answers, cursor, highlight).
+    Compare(CompareAction),
     /// Timelines: what grew between the window's ends arrived.
     Between(u32, Rc<Between>),
     /// Overview: open this file and device on the Active Memory Timeline.
@@ -446,25 +452,52 @@ impl AppState {
         })
     }
 
-    /// The files the Compare view compares: B = the current file, A = the pick, else the ready
-    /// file opened before B (or after, when B is the first).
-    pub fn compare_pair(&self) -> Option<(u32, u32)> {
-        let ready: Vec<u32> = self
+    /// The sides the Compare view compares: B = the current file and device, A = the pick,
+    /// else the default device of the ready file opened before B (or after, when B is the
+    /// first), else another device of B's file.
+    pub fn compare_pair(&self) -> Option<(CompareSide, CompareSide)> {
+        let ready: Vec<(u32, &FileInfo)> = self
             .files
             .iter()
-            .filter(|f| matches!(f.status, FileStatus::Ready(_)))
-            .map(|f| f.id)
+            .filter_map(|f| match &f.status {
+                FileStatus::Ready(i) => Some((f.id, i.as_ref())),
+                _ => None,
+            })
             .collect();
-        let b = self.current.filter(|c| ready.contains(c))?;
-        let default_a = ready
+        let has = |s: &CompareSide| {
+            ready
+                .iter()
+                .any(|(id, i)| *id == s.file && i.devices.iter().any(|d| d.device == s.device))
+        };
+        let b_info = ready.iter().find(|(id, _)| Some(*id) == self.current)?.1;
+        let b = CompareSide {
+            file: self.current?,
+            device: self.device.or(b_info.default_device)?,
+        };
+        let default_side = |(id, i): &(u32, &FileInfo)| {
+            i.default_device
+                .map(|device| CompareSide { file: *id, device })
+        };
+        let other_file = ready
             .iter()
             .rev()
-            .find(|&&x| x < b)
-            .or(ready.iter().find(|&&x| x != b));
+            .find(|(id, _)| *id < b.file)
+            .or(ready.iter().find(|(id, _)| *id != b.file))
+            .and_then(default_side);
+        let other_device = b_info
+            .devices
+            .iter()
+            .find(|d| d.device != b.device)
+            .map(|d| CompareSide {
+                file: b.file,
+                device: d.device,
+            });
         let a = self
-            .compare_pick
-            .filter(|x| ready.contains(x) && *x != b)
-            .or(default_a.copied())?;
+            .compare
+            .pick_a
+            .filter(|x| has(x) && *x != b)
+            .or(other_file)
+            .or(other_device)?;
         (a != b).then_some((a, b))
     }
 
@@ -542,10 +575,14 @@ impl AppState {
             compare_a: self
                 .compare_pair()
                 .filter(|_| self.view() == View::Compare)
-                .and_then(|(a, _)| self.file(a))
+                .and_then(|(a, _)| self.file(a.file))
                 .map(|f| f.name.clone()),
             opts: self.opts,
             range: self.range.clone(),
+            compare_a_device: self
+                .compare_pair()
+                .filter(|_| self.view() == View::Compare)
+                .map(|(a, _)| a.device),
         }
     }
 
@@ -627,8 +664,14 @@ impl AppState {
                 .iter()
                 .find(|f| &f.name == a && matches!(f.status, FileStatus::Ready(_)))
                 .map(|f| f.id);
-            if id.is_some() {
-                self.compare_pick = id;
+            if let Some(file) = id {
+                let device = h
+                    .compare_a_device
+                    .or(self.file(file).and_then(|f| match &f.status {
+                        FileStatus::Ready(i) => i.default_device,
+                        _ => None,
+                    }));
+                self.compare.pick_a = device.map(|device| CompareSide { file, device });
             }
         }
         self.pending_hash = None;
@@ -837,6 +880,17 @@ impl Reducible for AppState {
                 bits,
                 search_ms,
             } => {
+                if s.compare.is_highlight_search(seq) {
+                    let m = bits
+                        .zip(s.layouts.get(&key))
+                        .map(|(b, l)| Matches::new(&l.0, b));
+                    let side = CompareSide {
+                        file: key.file,
+                        device: key.device,
+                    };
+                    s.compare.take_matches(side, seq, m);
+                    return Rc::new(s);
+                }
                 if s.layout_key() != Some(key) || s.search_seq != seq {
                     return self;
                 }
@@ -873,18 +927,22 @@ impl Reducible for AppState {
             Action::PickMoment(e) => s.moment = e,
             Action::ShowCallers(f) => s.callers_of = f,
             Action::Between(f, b) => s.between = Some((f, b)),
-            Action::PickCompare(a_side, f) => {
+            Action::PickCompare(a_side, side) => {
                 if a_side {
-                    s.compare_pick = Some(f);
-                } else if s.current != Some(f) {
-                    // B is the current file (the summary strip and the hash's `file`).
+                    s.compare.pick_a = Some(side);
+                } else {
+                    // B is the current file and device (the summary strip and the hash's
+                    // `file` and `device`); A stays what it was.
                     let a = s.compare_pair().map(|p| p.0);
-                    s.current = Some(f);
-                    s.reset_view_of_file();
-                    s.compare_pick = a.filter(|&x| x != f).or(s.compare_pick);
+                    if s.current != Some(side.file) {
+                        s.current = Some(side.file);
+                        s.reset_view_of_file();
+                    }
+                    s.device = Some(side.device);
+                    s.compare.pick_a = a.filter(|&x| x != side).or(s.compare.pick_a);
                 }
             }
-            Action::Compared(a, b, c) => s.compared = Some((a, b, c)),
+            Action::Compare(a) => s.compare.apply(a),
             Action::OpenFileDevice(f, d) => {
                 if s.current != Some(f) {
                     s.current = Some(f);

@@ -184,8 +184,6 @@ pub struct Bridge {
     diagnosis_asked: RefCell<HashSet<(u32, u32)>>,
     /// The icicle asked last.
     icicle_asked: RefCell<Option<IcicleKey>>,
-    /// Comparison asked last.
-    compare_asked: Cell<Option<(u32, u32)>>,
     /// What-grew query asked last.
     between_asked: Cell<Option<(u32, u32, u32, u32)>>,
     /// Files cancelled while their bytes were still being fetched.
@@ -378,7 +376,6 @@ impl Bridge {
             diagnosis_asked: RefCell::default(),
             icicle_asked: RefCell::default(),
             between_asked: Cell::default(),
-            compare_asked: Cell::default(),
             cancelled: Rc::default(),
             dispatch,
             replies,
@@ -545,11 +542,9 @@ impl Bridge {
         }
     }
 
-    /// Asks for the comparison of two open files, unless that was the last asked.
-    pub fn request_compare(&self, a: u32, b: u32) {
-        if self.compare_asked.replace(Some((a, b))) != Some((a, b)) {
-            self.send(&ToWorker::Compare { a, b }, &[]);
-        }
+    /// Sends a Compare view request (`crate::page::compare_view` decides what and when).
+    pub fn send_compare(&self, msg: &ToWorker) {
+        self.send(msg, &[]);
     }
 
     /// Asks what grew between two events, unless that was the last asked.

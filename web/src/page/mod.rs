@@ -6,6 +6,8 @@ pub mod app;
 pub mod app_state;
 pub mod bridge;
 pub mod canvas;
+pub mod compare_state;
+pub mod compare_timelines;
 pub mod compare_view;
 pub mod diagnosis;
 pub mod event_list;

@@ -3,6 +3,7 @@
 //! `crate::page::bridge`) and never look at a message.
 
 use crate::page::app_state::{Action, LayoutKey, SharedDiagnosis, SharedIcicle};
+use crate::page::compare_state::CompareAction;
 use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
@@ -181,9 +182,18 @@ impl Reply {
                     received_ms: now_ms(),
                 },
             }),
-            FromWorker::Compare { a, b, comparison } => {
-                Reply::Act(Action::Compared(a, b, Rc::new(*comparison)))
-            }
+            FromWorker::PeakGroups { side, groups } => Reply::Act(Action::Compare(
+                CompareAction::Peak(side, groups.map(|g| Rc::new(*g))),
+            )),
+            FromWorker::MomentGroups {
+                side,
+                event,
+                groups,
+            } => Reply::Act(Action::Compare(CompareAction::Moment(
+                side,
+                event,
+                groups.map(|g| Rc::new(*g)),
+            ))),
             FromWorker::Between { id, between } => {
                 Reply::Act(Action::Between(id, Rc::new(*between)))
             }

@@ -3,8 +3,9 @@
 //! between two points (the ruler), click to pin, double-click or `0` to reset, and the keys of
 //! [`KEYS`] (`?` lists them over the plot). Pointer positions go through the drawn viewport, so
 //! everything works the same on the event and the wall-clock axis. It only reads the layout
-//! and reports window changes and pins upward; what the bands are coloured by, the lines and
-//! the filters come in as props, computed elsewhere.
+//! and reports window changes, pins and (when asked) the pointer's x upward; what the bands are
+//! coloured by, the lines and the filters come in as props, computed elsewhere; a cursor line
+//! can be drawn at a given x (the Compare view keeps two timelines' cursors together).
 //!
 //! Each draw and each hover hit test is timed: the canvas carries `data-draw-ms` (the last
 //! draw), `data-draw-log` (the last 50, comma-separated), `data-render-ms` (bands: level of
@@ -53,6 +54,12 @@ pub struct Props {
     pub on_pin: Callback<Option<u32>>,
     /// Called after each paint (the page measures time to first paint with it).
     pub on_painted: Callback<()>,
+    /// A vertical cursor line at this event-space x (the Compare view syncs two timelines).
+    #[prop_or_default]
+    pub cursor: Option<f64>,
+    /// Told the event-space x under the pointer as it moves over the plot.
+    #[prop_or_default]
+    pub on_cursor: Option<Callback<f64>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -169,6 +176,7 @@ pub fn timeline_view(p: &Props) -> Html {
     let pointer = use_mut_ref(|| None::<(f64, f64)>);
     // The viewport of the last draw, kept as state while a ruler is shown so it follows zooms.
     let drawn_vp = use_state(|| None::<Viewport>);
+    let cursor_line = use_node_ref();
     let x_end = p.layout.0.x_end() as f64;
     let window = p
         .window
@@ -262,6 +270,30 @@ pub fn timeline_view(p: &Props) -> Html {
         });
     }
 
+    // The cursor line, placed through the viewport just drawn.
+    {
+        let (line, live) = (cursor_line.clone(), live.clone());
+        let deps = (
+            p.cursor,
+            window,
+            *resize_tick,
+            p.layout.clone(),
+            p.time_axis,
+        );
+        use_effect_with(deps, move |(cursor, ..)| {
+            let px = cursor
+                .zip(live.borrow().vp.clone())
+                .map(|(x, vp)| vp.x_px(x));
+            if let Some(el) = line.cast::<web_sys::HtmlElement>() {
+                let style = match px {
+                    Some(px) => format!("left:{:.1}px", MARGIN_LEFT + px),
+                    None => "display:none".to_string(),
+                };
+                let _ = el.set_attribute("style", &style);
+            }
+        });
+    }
+
     // Native listeners: a non-passive wheel (to stop page scroll) and a resize observer.
     {
         let (canvas, live, resize_tick) = (canvas.clone(), live.clone(), resize_tick.clone());
@@ -334,9 +366,13 @@ pub fn timeline_view(p: &Props) -> Html {
             boxsel.clone(),
         );
         let (pointer, ruler, drawn_vp) = (pointer.clone(), ruler.clone(), drawn_vp.clone());
+        let on_cursor = p.on_cursor.clone();
         Callback::from(move |e: MouseEvent| {
             let at = data_at(&live.borrow().vp, &e);
             *pointer.borrow_mut() = at;
+            if let (Some(cb), Some((x, _))) = (&on_cursor, at) {
+                cb.emit(x);
+            }
             let mut d = drag.borrow_mut();
             if let Some(dr) = d.as_mut().filter(|_| e.buttons() & 1 == 1) {
                 let px = e.offset_x() as f64 - MARGIN_LEFT;
@@ -549,6 +585,7 @@ pub fn timeline_view(p: &Props) -> Html {
                     data-window={format!("{:.2},{:.2}", window.0, window.1)}
                     data-axis={if time.is_some() { "time" } else { "events" }}
                     {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {ondblclick} {onkeydown} />
+                <div ref={cursor_line} class="cursor-line" data-testid="cursor-line" style="display:none"></div>
                 if let Some(style) = zoom_box {
                     <div class="zoom-box" data-testid="zoom-box" {style}></div>
                 }

@@ -3,7 +3,7 @@
 //! [`memlens_core::columns::Columns`] into typed arrays whose buffers are transferred, not
 //! copied (`crate::wire::pack`); a file to open travels as the `File` itself.
 
-use memlens_core::analysis::compare::{Between, Comparison};
+use memlens_core::analysis::compare::{Between, MomentGroups, PeakGroups};
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
 use memlens_core::colour::ColourBy;
@@ -80,10 +80,16 @@ pub enum ToWorker {
         from: Option<u32>,
         to: Option<u32>,
     },
-    /// Two open files at their peaks (`memlens_core::analysis::compare::compare_peaks`).
-    Compare {
-        a: u32,
-        b: u32,
+    /// One side of a comparison at its timeline peak, grouped
+    /// (`memlens_core::analysis::compare::peak_groups`; the page combines two).
+    PeakGroups {
+        side: CompareSide,
+    },
+    /// One side after `event`, by user frame (the Compare view's cursor;
+    /// `memlens_core::analysis::compare::moment_groups`).
+    MomentGroups {
+        side: CompareSide,
+        event: Option<u32>,
     },
     /// Colour a layout's elements by `by` (`memlens_core::colour`).
     Colours {
@@ -104,6 +110,13 @@ pub enum ToWorker {
         #[serde(default)]
         regex: bool,
     },
+}
+
+/// One side of a comparison: a device of an open file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CompareSide {
+    pub file: u32,
+    pub device: u32,
 }
 
 /// What the page learns about a decoded file.
@@ -213,11 +226,17 @@ pub enum FromWorker {
         id: u32,
         between: Box<Between>,
     },
-    /// Reply to [`ToWorker::Compare`].
-    Compare {
-        a: u32,
-        b: u32,
-        comparison: Box<Comparison>,
+    /// Reply to [`ToWorker::PeakGroups`] (always sent: `None` when the file is gone).
+    PeakGroups {
+        side: CompareSide,
+        groups: Option<Box<PeakGroups>>,
+    },
+    /// Reply to [`ToWorker::MomentGroups`], echoing the event (always sent: `None` when the
+    /// file is gone).
+    MomentGroups {
+        side: CompareSide,
+        event: Option<u32>,
+        groups: Option<Box<MomentGroups>>,
     },
     /// Reply to [`ToWorker::Colours`]; payload: the `memlens_core::colour::Colouring` (none
     /// when the file is gone).

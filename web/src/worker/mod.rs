@@ -3,6 +3,7 @@
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
 
 pub mod colour;
+pub mod compare;
 pub mod gunzip;
 pub mod history;
 pub mod search;
@@ -51,6 +52,8 @@ struct Ready {
 struct State {
     files: HashMap<u32, Ready>,
     cancelled: HashSet<u32>,
+    /// The Compare view's allocation tables (crate::worker::compare).
+    compared: crate::worker::compare::Replays,
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -153,7 +156,9 @@ fn handle(state: &Shared, data: JsValue) {
             state.borrow_mut().cancelled.insert(id);
         }
         ToWorker::Close { id } => {
-            state.borrow_mut().files.remove(&id);
+            let mut s = state.borrow_mut();
+            s.files.remove(&id);
+            s.compared.forget(id);
         }
         ToWorker::Layout { id, device, kind } => answer_layout(state, id, device, kind),
         ToWorker::StateEvents { id, device } => {
@@ -167,24 +172,17 @@ fn handle(state: &Shared, data: JsValue) {
             crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
-        ToWorker::Compare { a, b } => {
-            // Always answered (empty when a file is gone), so the view never waits forever.
-            let c = {
-                let s = state.borrow();
-                match (s.files.get(&a), s.files.get(&b)) {
-                    (Some(fa), Some(fb)) => {
-                        memlens_core::analysis::compare::compare_peaks(&fa.snap, &fb.snap, None)
-                    }
-                    _ => memlens_core::analysis::compare::Comparison {
-                        devices: Vec::new(),
-                    },
-                }
-            };
-            post(&FromWorker::Compare {
-                a,
-                b,
-                comparison: Box::new(c),
-            });
+        ToWorker::PeakGroups { side } => {
+            let s = state.borrow();
+            crate::worker::compare::send_peak(side, s.files.get(&side.file).map(|f| &f.snap));
+        }
+        ToWorker::MomentGroups { side, event } => {
+            let mut s = state.borrow_mut();
+            let State {
+                files, compared, ..
+            } = &mut *s;
+            let snap = files.get(&side.file).map(|f| &f.snap);
+            crate::worker::compare::send_moment(compared, side, snap, event);
         }
         ToWorker::Between {
             id,

@@ -1,8 +1,13 @@
 //! A/B at the peaks: two snapshots (a change's before and after), per device, their timeline
 //! peaks and what is alive there grouped by user frame and by ledger class, side by side, with
 //! the change — "what did my change cost". Devices are those of either snapshot; a device
-//! missing on one side counts as empty there. Only the allocation table is read (no state
-//! history), so it costs about two `device_stats`.
+//! missing on one side counts as empty there; two devices of one snapshot compare the same way
+//! ([`compare_device_peaks`]). Only the allocation table is read (no state history), so it
+//! costs about two `device_stats`. The same by user frame at any two moments: of two
+//! snapshots ([`compare_moments`], the Compare view's cursor) or of one device ([`between`]).
+//! Each side's groups ([`peak_groups`], [`moment_groups`]) are computed apart and combined
+//! ([`combine_peaks`], [`combine_moments`]), so two snapshots need not sit in one process (the
+//! page decodes files in several workers).
 
 use super::alive::{alive_at, Alive};
 use super::ledger::Classifier;
@@ -60,24 +65,39 @@ pub struct Comparison {
     pub devices: Vec<DeviceComparison>,
 }
 
-fn side(s: &Snapshot, device: u32) -> (PeakSide, Option<Alive>) {
+/// One side at its timeline peak, grouped: what [`combine_peaks`] compares. Computed where
+/// the snapshot is (the page's workers each hold theirs), combined anywhere.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeakGroups {
+    pub peak: PeakSide,
+    /// Bytes alive at the peak by user frame.
+    pub frames: BTreeMap<String, u64>,
+    /// Bytes alive at the peak by ledger class.
+    pub classes: BTreeMap<String, u64>,
+}
+
+/// Device `device` of `s` at its timeline peak (empty when the snapshot lacks the device).
+pub fn peak_groups(s: &Snapshot, device: u32) -> PeakGroups {
     if !s.devices().contains(&device) {
-        return (PeakSide::default(), None);
+        return PeakGroups::default();
     }
     let st = crate::device_stats(s, device);
     let replay = replay_device(s, device);
     let event = st.timeline_peak_event;
     let alive = alive_at(&replay, &mut Classifier::new(s, device), event);
-    let p = PeakSide {
-        timeline_peak_bytes: st.timeline_peak_bytes,
-        peak_reserved_bytes: st.peak_reserved_bytes,
-        event,
-        allocated_bytes: alive.allocated_bytes,
-    };
-    (p, Some(alive))
+    PeakGroups {
+        peak: PeakSide {
+            timeline_peak_bytes: st.timeline_peak_bytes,
+            peak_reserved_bytes: st.peak_reserved_bytes,
+            event,
+            allocated_bytes: alive.allocated_bytes,
+        },
+        frames: frames(&alive),
+        classes: classes(&alive),
+    }
 }
 
-fn changes(a: BTreeMap<String, u64>, b: BTreeMap<String, u64>) -> Vec<Change> {
+fn changes(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> Vec<Change> {
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -105,21 +125,19 @@ fn changes(a: BTreeMap<String, u64>, b: BTreeMap<String, u64>) -> Vec<Change> {
     out
 }
 
-fn frames(alive: &Option<Alive>) -> BTreeMap<String, u64> {
+fn frames(alive: &Alive) -> BTreeMap<String, u64> {
     alive
+        .top
         .iter()
-        .flat_map(|a| a.top.iter().map(|g| (g.frame.clone(), g.bytes)))
+        .map(|g| (g.frame.clone(), g.bytes))
         .collect()
 }
 
-fn classes(alive: &Option<Alive>) -> BTreeMap<String, u64> {
+fn classes(alive: &Alive) -> BTreeMap<String, u64> {
     alive
+        .by_class
         .iter()
-        .flat_map(|a| {
-            a.by_class
-                .iter()
-                .map(|c| (c.class.name().to_string(), c.bytes))
-        })
+        .map(|c| (c.class.name().to_string(), c.bytes))
         .collect()
 }
 
@@ -131,31 +149,110 @@ pub fn compare_peaks(a: &Snapshot, b: &Snapshot, device: Option<u32>) -> Compari
     let devices = devices
         .into_iter()
         .filter(|d| device.is_none_or(|x| x == *d))
-        .map(|d| {
-            let (pa, aa) = side(a, d);
-            let (pb, ab) = side(b, d);
-            let change = pb.timeline_peak_bytes - pa.timeline_peak_bytes;
-            DeviceComparison {
-                device: d,
-                peak_change_pct: (pa.timeline_peak_bytes != 0)
-                    .then(|| 100.0 * change as f64 / pa.timeline_peak_bytes as f64),
-                peak_change_bytes: change,
-                by_frame: changes(frames(&aa), frames(&ab)),
-                by_class: changes(classes(&aa), classes(&ab))
-                    .into_iter()
-                    .map(|c| ClassChange {
-                        class: c.frame,
-                        a_bytes: c.a_bytes,
-                        b_bytes: c.b_bytes,
-                        change_bytes: c.change_bytes,
-                    })
-                    .collect(),
-                a: pa,
-                b: pb,
-            }
-        })
+        .map(|d| compare_device_peaks(a, d, b, d))
         .collect();
     Comparison { devices }
+}
+
+/// Device `a_device` of `a` against device `b_device` of `b` at their timeline peaks (two
+/// devices of one snapshot when `a` and `b` are the same). `device` is `b_device`.
+pub fn compare_device_peaks(
+    a: &Snapshot,
+    a_device: u32,
+    b: &Snapshot,
+    b_device: u32,
+) -> DeviceComparison {
+    combine_peaks(
+        b_device,
+        &peak_groups(a, a_device),
+        &peak_groups(b, b_device),
+    )
+}
+
+/// A against B at their peaks, from each side's groups; `device` names the comparison.
+pub fn combine_peaks(device: u32, a: &PeakGroups, b: &PeakGroups) -> DeviceComparison {
+    let (pa, pb) = (&a.peak, &b.peak);
+    let change = pb.timeline_peak_bytes - pa.timeline_peak_bytes;
+    DeviceComparison {
+        device,
+        peak_change_pct: (pa.timeline_peak_bytes != 0)
+            .then(|| 100.0 * change as f64 / pa.timeline_peak_bytes as f64),
+        peak_change_bytes: change,
+        by_frame: changes(&a.frames, &b.frames),
+        by_class: changes(&a.classes, &b.classes)
+            .into_iter()
+            .map(|c| ClassChange {
+                class: c.frame,
+                a_bytes: c.a_bytes,
+                b_bytes: c.b_bytes,
+                change_bytes: c.change_bytes,
+            })
+            .collect(),
+        a: pa.clone(),
+        b: pb.clone(),
+    }
+}
+
+/// One side of [`Moments`]: live bytes once `event` of `device` has been applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MomentSide {
+    pub device: u32,
+    pub event: Option<EventIdx>,
+    /// Σ requested bytes alive (what the frames sum to).
+    pub allocated_bytes: u64,
+}
+
+/// One side after an event, by user frame: what [`combine_moments`] compares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MomentGroups {
+    pub side: MomentSide,
+    pub frames: BTreeMap<String, u64>,
+}
+
+/// Two moments (of two snapshots, or two devices) by user frame: B minus A.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Moments {
+    pub a: MomentSide,
+    pub b: MomentSide,
+    /// Frames alive at either moment whose bytes differ, by absolute change (then frame).
+    pub by_frame: Vec<Change>,
+}
+
+/// What is alive after `event` of the replayed device, by user frame.
+pub fn moment_groups(
+    s: &Snapshot,
+    replay: &crate::replay::Replay,
+    event: Option<EventIdx>,
+) -> MomentGroups {
+    let al = alive_at(replay, &mut Classifier::new(s, replay.device), event);
+    MomentGroups {
+        side: MomentSide {
+            device: replay.device,
+            event: al.event,
+            allocated_bytes: al.allocated_bytes,
+        },
+        frames: frames(&al),
+    }
+}
+
+/// A's moment against B's, by user frame.
+pub fn combine_moments(a: &MomentGroups, b: &MomentGroups) -> Moments {
+    let mut by_frame = changes(&a.frames, &b.frames);
+    by_frame.retain(|c| c.change_bytes != 0);
+    Moments {
+        a: a.side.clone(),
+        b: b.side.clone(),
+        by_frame,
+    }
+}
+
+/// What is alive after `a.2` in `a` against after `b.2` in `b`, by user frame (the Compare
+/// view's cursor: the same moment of two traces).
+pub fn compare_moments(
+    a: (&Snapshot, &crate::replay::Replay, Option<EventIdx>),
+    b: (&Snapshot, &crate::replay::Replay, Option<EventIdx>),
+) -> Moments {
+    combine_moments(&moment_groups(a.0, a.1, a.2), &moment_groups(b.0, b.1, b.2))
 }
 
 /// What grew between two moments of one device: live bytes after `from` and after `to`, and the
@@ -179,18 +276,13 @@ pub fn between(
     from: Option<EventIdx>,
     to: Option<EventIdx>,
 ) -> Between {
-    let mut cx = Classifier::new(s, replay.device);
-    let a = alive_at(replay, &mut cx, from);
-    let b = alive_at(replay, &mut cx, to);
-    let (from_bytes, to_bytes) = (a.allocated_bytes, b.allocated_bytes);
-    let mut by_frame = changes(frames(&Some(a)), frames(&Some(b)));
-    by_frame.retain(|c| c.change_bytes != 0);
+    let m = compare_moments((s, replay, from), (s, replay, to));
     Between {
         device: replay.device,
         from,
         to,
-        from_bytes,
-        to_bytes,
-        by_frame,
+        from_bytes: m.a.allocated_bytes,
+        to_bytes: m.b.allocated_bytes,
+        by_frame: m.by_frame,
     }
 }

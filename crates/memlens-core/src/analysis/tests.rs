@@ -146,3 +146,37 @@ fn what_grew_between_two_moments_sums_to_the_change_of_the_live_total() {
         }
     }
 }
+
+#[test]
+fn two_moments_of_two_devices_sum_to_the_change_and_match_the_peaks() {
+    for (name, snap) in fixture_snapshots() {
+        let devices = snap.devices();
+        let (Some(&da), Some(&db)) = (devices.first(), devices.last()) else {
+            continue;
+        };
+        let (ra, rb) = (
+            crate::replay::replay_device(&snap, da),
+            crate::replay::replay_device(&snap, db),
+        );
+        let (ea, eb) = (ra.events.checked_sub(1), rb.events / 2);
+        let m = super::compare::compare_moments((&snap, &ra, ea), (&snap, &rb, Some(eb)));
+        let net: i64 = m.by_frame.iter().map(|c| c.change_bytes).sum();
+        assert_eq!(
+            net,
+            m.b.allocated_bytes as i64 - m.a.allocated_bytes as i64,
+            "{name}"
+        );
+        assert_eq!(
+            m.a.allocated_bytes,
+            ra.live_bytes_at(super::alive::event_arg(ea))
+        );
+        // Two devices at their peaks: the same as comparing the snapshot with itself there.
+        let c = super::compare::compare_device_peaks(&snap, da, &snap, db);
+        let same = super::compare::compare_peaks(&snap, &snap, Some(db));
+        if da == db {
+            assert_eq!(c, same.devices[0], "{name}");
+            assert_eq!(c.peak_change_bytes, 0, "{name}");
+        }
+        assert_eq!(c.device, db);
+    }
+}

@@ -20,6 +20,7 @@ mod query;
 pub mod render;
 pub mod ruler;
 pub mod search;
+pub mod shared_axis;
 mod stacking;
 pub mod svg;
 pub mod timeline;

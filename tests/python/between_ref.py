@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Independent reference for what grew between two moments of one device (`memlens diagnose
+--between FROM TO`, the timeline's what-grew panel), from the pickle (stdlib only): live bytes
+by user frame once entry FROM and once entry TO are applied (diagnose_ref.py's alive set and
+user-frame rule), and per frame whose bytes differ {frame, a_bytes, b_bytes, change_bytes =
+b - a}, sorted by |change| descending, then frame.
+
+Usage: between_ref.py FILE DEVICE FROM TO
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_ref  # noqa: E402
+import diagnose_ref  # noqa: E402
+
+
+def main(path, device, start, end):
+    segments, traces = compare_ref.read(path)
+    trace = traces[device] if device < len(traces) else []
+    a = diagnose_ref.alive_after(device, segments, trace, start)
+    b = diagnose_ref.alive_after(device, segments, trace, end)
+    fa = {g["frame"]: g["bytes"] for g in a["top"]}
+    fb = {g["frame"]: g["bytes"] for g in b["top"]}
+    frames = [
+        {"frame": k, "a_bytes": fa.get(k, 0), "b_bytes": fb.get(k, 0),
+         "change_bytes": fb.get(k, 0) - fa.get(k, 0)}
+        for k in set(fa) | set(fb)
+        if fb.get(k, 0) != fa.get(k, 0)
+    ]
+    frames.sort(key=lambda c: (-abs(c["change_bytes"]), c["frame"]))
+    json.dump({"device": device, "from": start, "to": end, "from_bytes": a["allocated_bytes"],
+               "to_bytes": b["allocated_bytes"], "by_frame": frames}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5:
+        sys.exit(__doc__.rstrip().rsplit("\n", 1)[-1])
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

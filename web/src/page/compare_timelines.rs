@@ -1,0 +1,252 @@
+//! The Compare view's timelines: A's and B's Active Memory Timelines stacked on one shared x
+//! axis (`memlens_core::layout::shared_axis`: each trace's length scaled to the same width, or
+//! wall-clock time since each trace's start), drawn by the page's one timeline component. A
+//! zoom, pan or box zoom in either becomes one window in shared units that both show; the
+//! pointer's position over either is the cursor line in both. Above them, one small chart
+//! overlays both totals over the whole shared axis with each timeline peak marked, the window
+//! shaded and the cursor drawn; a click there centres the window.
+
+use crate::page::app_state::SharedLayout;
+use crate::page::canvas::{prepare, MARGIN_LEFT, MARGIN_RIGHT};
+use crate::page::compare_state::Cursor;
+use crate::page::timeline::TimelineView;
+use crate::wire::protocol::CompareSide;
+use memlens_core::layout::shared_axis::AxisMap;
+use memlens_core::layout::Matches;
+use std::rc::Rc;
+use web_sys::{HtmlCanvasElement, MouseEvent};
+use yew::prelude::*;
+
+/// A's and B's colours on the totals chart.
+const COLOURS: [&str; 2] = ["#4e79a7", "#e15759"];
+/// Height of the totals chart, CSS pixels.
+const TOTALS_HEIGHT_PX: f64 = 90.0;
+
+/// One stacked timeline.
+#[derive(Clone, PartialEq)]
+pub struct Track {
+    pub side: CompareSide,
+    /// `A: name cuda:0`.
+    pub label: String,
+    pub layout: SharedLayout,
+    /// `memlens stats`'s timeline peak: event and bytes.
+    pub peak_event: Option<u32>,
+    pub peak_bytes: i64,
+    pub matches: Option<Rc<Matches>>,
+}
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub a: Track,
+    pub b: Track,
+    /// Wall-clock axis (both traces have times), else fractions of each trace.
+    pub time_axis: bool,
+    /// The window in shared units (`None`: everything).
+    pub window: Option<(f64, f64)>,
+    pub cursor: Option<Cursor>,
+    pub on_window: Callback<Option<(f64, f64)>>,
+    pub on_cursor: Callback<Cursor>,
+    /// `performance.now()` when the later of the two files was chosen: the root's
+    /// `data-painted-ms` is the time from then to both timelines painted (benchmarks).
+    pub opened_ms: f64,
+}
+
+/// Both sides' axis maps and the shared extent (the longer trace's, in time).
+type Maps = (AxisMap, AxisMap, (f64, f64));
+
+fn maps(a: &SharedLayout, b: &SharedLayout, time_axis: bool) -> Maps {
+    let (ma, mb) = (AxisMap::new(&a.0, time_axis), AxisMap::new(&b.0, time_axis));
+    let (ea, eb) = (ma.extent(), mb.extent());
+    (ma, mb, (ea.0.min(eb.0), ea.1.max(eb.1)))
+}
+
+/// What the totals chart shows.
+#[derive(Clone, PartialEq)]
+struct Totals {
+    tracks: [Track; 2],
+    window: Option<(f64, f64)>,
+    cursor: Option<Cursor>,
+}
+
+/// Draws both totals over the whole shared extent, peaks marked, window and cursor.
+fn draw_totals(c: &HtmlCanvasElement, p: &Totals, maps: &Maps) {
+    let Some((ctx, w, h)) = prepare(c) else {
+        return;
+    };
+    let (s0, s1) = maps.2;
+    let pw = (w - MARGIN_LEFT - MARGIN_RIGHT).max(10.0);
+    let px_of = |s: f64| MARGIN_LEFT + (s - s0) / (s1 - s0).max(f64::MIN_POSITIVE) * pw;
+    let s_of = |px: f64| s0 + (px - MARGIN_LEFT) / pw * (s1 - s0);
+    let (top, ph) = (14.0, h - 20.0);
+    let max = p
+        .tracks
+        .iter()
+        .map(|t| t.peak_bytes.max(1) as f64)
+        .fold(1.0, f64::max);
+    let y_of = |b: f64| top + ph - b / (max * 1.05) * ph;
+    if let Some((a, b)) = p.window {
+        ctx.set_fill_style_str("rgba(0,0,0,0.06)");
+        ctx.fill_rect(px_of(a), top, (px_of(b) - px_of(a)).max(1.0), ph);
+    }
+    ctx.set_font("11px system-ui, sans-serif");
+    for (i, (t, m)) in p.tracks.iter().zip([&maps.0, &maps.1]).enumerate() {
+        let l = &t.layout.0;
+        ctx.set_stroke_style_str(COLOURS[i]);
+        ctx.set_line_width(1.5);
+        ctx.begin_path();
+        let (e0, e1) = m.extent();
+        let mut first = true;
+        for col in 0..pw as usize {
+            let (sa, sb) = (
+                s_of(MARGIN_LEFT + col as f64),
+                s_of(MARGIN_LEFT + col as f64 + 1.0),
+            );
+            if sb <= e0 || sa >= e1 {
+                continue;
+            }
+            let (xa, xb) = (m.x(sa.max(e0)), m.x(sb.min(e1)));
+            let y = y_of(l.max_total(xa, xb.max(xa + 1.0)) as f64);
+            let x = MARGIN_LEFT + col as f64 + 0.5;
+            if first {
+                ctx.move_to(x, y);
+                first = false;
+            } else {
+                ctx.line_to(x, y);
+            }
+        }
+        ctx.stroke();
+        // The peak: a dot where the timeline peak's event sits, and its size.
+        if let Some(e) = t.peak_event {
+            let x = px_of(m.shared(f64::from(e) + 1.0));
+            let y = y_of(t.peak_bytes as f64);
+            ctx.set_fill_style_str(COLOURS[i]);
+            ctx.begin_path();
+            let _ = ctx.arc(x, y, 3.5, 0.0, std::f64::consts::TAU);
+            ctx.fill();
+            let text = format!(
+                "{} peak {}",
+                if i == 0 { "A" } else { "B" },
+                memlens_core::layout::axis::format_bytes(t.peak_bytes.max(0) as f64)
+            );
+            ctx.set_text_baseline("bottom");
+            let right = x > MARGIN_LEFT + pw * 0.7;
+            ctx.set_text_align(if right { "right" } else { "left" });
+            let _ = ctx.fill_text(
+                &text,
+                x + if right { -6.0 } else { 6.0 },
+                (y - 2.0).max(12.0),
+            );
+        }
+    }
+    if let Some(s) = p.cursor.map(|c| c.at) {
+        ctx.set_fill_style_str("#333333");
+        ctx.fill_rect(px_of(s).round(), top, 1.0, ph);
+    }
+    ctx.set_fill_style_str("#777777");
+    ctx.set_text_align("right");
+    ctx.set_text_baseline("middle");
+    let _ = ctx.fill_text("totals", MARGIN_LEFT - 6.0, top + ph / 2.0);
+}
+
+#[function_component(CompareTimelines)]
+pub fn compare_timelines(p: &Props) -> Html {
+    let totals = use_node_ref();
+    let root = use_node_ref();
+    let painted = use_mut_ref(|| [false, false]);
+    let m = (*use_memo(
+        (p.a.layout.clone(), p.b.layout.clone(), p.time_axis),
+        |(a, b, t)| Rc::new(maps(a, b, *t)),
+    ))
+    .clone();
+    {
+        let (totals, m) = (totals.clone(), m.clone());
+        let cursor = p.cursor.filter(|c| (c.a, c.b) == (p.a.side, p.b.side));
+        let what = Totals {
+            tracks: [p.a.clone(), p.b.clone()],
+            window: p.window,
+            cursor,
+        };
+        use_effect_with((what, p.time_axis), move |(what, _)| {
+            if let Some(c) = totals.cast::<HtmlCanvasElement>() {
+                draw_totals(&c, what, &m);
+            }
+        });
+    }
+    // One side's window and cursor in its own event space, and its callbacks back to shared.
+    let side = |i: usize, t: &Track, map: &AxisMap| {
+        let window = p.window.map(|(a, b)| (map.x(a), map.x(b)));
+        let cursor = p.cursor.map(|c| map.x(c.at));
+        let on_window = {
+            let (map, cb) = (map.clone(), p.on_window.clone());
+            Callback::from(move |w: Option<(f64, f64)>| {
+                cb.emit(w.map(|(a, b)| (map.shared(a), map.shared(b))))
+            })
+        };
+        let on_cursor = {
+            let (m, cb, sides) = (m.clone(), p.on_cursor.clone(), (p.a.side, p.b.side));
+            let map = if i == 0 { m.0.clone() } else { m.1.clone() };
+            Callback::from(move |x: f64| {
+                let at = map.shared(x);
+                cb.emit(Cursor {
+                    a: sides.0,
+                    b: sides.1,
+                    at,
+                    a_event: m.0.event_at(m.0.x(at)),
+                    b_event: m.1.event_at(m.1.x(at)),
+                })
+            })
+        };
+        let on_painted = {
+            let (painted, root, opened) = (painted.clone(), root.clone(), p.opened_ms);
+            Callback::from(move |_| {
+                let both = {
+                    let mut d = painted.borrow_mut();
+                    d[i] = true;
+                    d[0] && d[1]
+                };
+                let el = root.cast::<web_sys::Element>();
+                if let Some(el) = el.filter(|e| both && !e.has_attribute("data-painted-ms")) {
+                    let ms = crate::wire::clock::now_ms() - opened;
+                    let _ = el.set_attribute("data-painted-ms", &format!("{ms:.1}"));
+                }
+            })
+        };
+        let matches = t.matches.clone().map(crate::page::app_state::SharedMatches);
+        html! {
+            <div class="compare-track" data-testid={if i == 0 { "compare-track-a" } else { "compare-track-b" }}
+                data-peak-bytes={t.peak_bytes.to_string()} data-peak-event={t.peak_event.map(|e| e.to_string())}
+                data-window={window.map(|(a, b)| format!("{a:.3},{b:.3}"))}
+                data-matches={t.matches.as_ref().map(|m| m.count().to_string())}>
+                <div class="compare-track-label" style={format!("color:{}", COLOURS[i])}>{ &t.label }</div>
+                <TimelineView layout={t.layout.clone()} kind={memlens_core::layout::TimelineKind::Active}
+                    {window} selected={None::<u32>} {matches} time_axis={p.time_axis}
+                    {on_window} on_pin={Callback::noop()} {on_painted} {cursor} on_cursor={Some(on_cursor)} />
+            </div>
+        }
+    };
+    let (track_a, track_b) = (side(0, &p.a, &m.0), side(1, &p.b, &m.1));
+    let on_totals_click = {
+        let (m, cb, window) = (m.clone(), p.on_window.clone(), p.window);
+        Callback::from(move |e: MouseEvent| {
+            let Some(c) = e
+                .target()
+                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<HtmlCanvasElement>(t).ok())
+            else {
+                return;
+            };
+            let pw = (c.client_width() as f64 - MARGIN_LEFT - MARGIN_RIGHT).max(10.0);
+            let (s0, s1) = m.2;
+            let at = s0 + (e.offset_x() as f64 - MARGIN_LEFT) / pw * (s1 - s0);
+            let half = window.map_or((s1 - s0) / 8.0, |(a, b)| (b - a) / 2.0);
+            cb.emit(Some(((at - half).max(s0), (at + half).min(s1))));
+        })
+    };
+    html! {
+        <div ref={root} class="compare-timelines" data-testid="compare-timelines" data-axis={if m.0.is_time() && m.1.is_time() { "time" } else { "fraction" }}
+            data-window={p.window.map(|(a, b)| format!("{a},{b}"))} data-cursor={p.cursor.map(|c| c.at.to_string())}>
+            <canvas ref={totals} class="compare-totals" data-testid="compare-totals" style={format!("height:{TOTALS_HEIGHT_PX}px")} onclick={on_totals_click} />
+            { track_a }
+            { track_b }
+        </div>
+    }
+}
