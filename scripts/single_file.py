@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import os
 import re
+import urllib.parse
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -70,10 +71,12 @@ def main():
     app_wasm_name = attr(r'data-memlens-wasm="([^"]+)"', "the app's wasm (boot.js tag)")
     css_name = attr(r'<link rel="stylesheet" href="([^"]+)"', "the stylesheet")
     title = attr(r"<title>([^<]*)</title>", "the title")
-    m = re.search(r'<link rel="icon"[^>]*/>', index)
-    if not m:
+    # The icon inline (img-src allows data:): the page makes no request for it.
+    if not re.search(r'<link rel="icon"[^>]*/>', index):
         fail(f"the icon link not found in {dist}/index.html")
-    icon = m.group(0)
+    icon_svg = read(os.path.join(dist, "favicon.svg"), "r").strip()
+    icon = ('<link rel="icon" type="image/svg+xml" href="data:image/svg+xml,'
+            + urllib.parse.quote(icon_svg, safe=" =:/'") + '" />')
     shim = read(os.path.join(dist, "memlens-worker_loader.js"), "r")
     m = re.fullmatch(r'\s*importScripts\("([^"]+)"\);\s*wasm_bindgen\("([^"]+)"\);\s*', shim)
     if not m:
