@@ -18,6 +18,7 @@
 // BENCH_VIEW=diagnosis: file chosen → first paint of the timeline (first_paint_ms) and → the
 // default device's diagnosis received (diagnosis_ms, the root's data-diagnosis-ms; the worker
 // computes it after the first paint), and their difference (after_paint_ms).
+// BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page.
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS;
 //                                            BENCH_CONSOLE=1 prints the page's console on stderr)
@@ -75,6 +76,52 @@ if (process.env.BENCH_VIEW === 'state') {
     console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), m ? m[1] : '?', ms, listMs].join('\t'));
     await page.close();
   }
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'cold') {
+  // A page opened with its file already chosen (`?src=`, as `memlens serve` and reports do),
+  // against the same file dropped on an idle page; BENCH_RUNS (default 5) of each, medians:
+  //   drop_ms  file chosen → first paint (the page's data-first-paint-ms);
+  //   cold_ms  navigation → first paint (performance.now() when data-first-paint-ms appears,
+  //            5 ms polling), which includes loading and compiling the page and the worker;
+  //   ratio    cold_ms / drop_ms; cold_opened_ms: the app's start → first paint (its
+//            data-first-paint-ms); cold_decode_ms: the worker's decode then.
+  const runs = Number(process.env.BENCH_RUNS ?? 5);
+  const dir = path.join(DIST, 'bench-cold');
+  fs.mkdirSync(dir, { recursive: true });
+  console.log(['input', 'MB', 'drop_ms', 'cold_ms', 'ratio', 'cold_opened_ms', 'cold_decode_ms'].join('\t'));
+  for (const f of files) {
+    fs.copyFileSync(f, path.join(dir, path.basename(f)));
+    const drop = [];
+    const cold = [];
+    const opened = [];
+    const decodes = [];
+    for (let i = 0; i < runs; i++) {
+      let page = await context.newPage();
+      await page.goto(base);
+      await page.waitForSelector('#memlens[data-state=empty]');
+      await page.waitForTimeout(IDLE_MS);
+      await page.setInputFiles('[data-testid=file-input]', f);
+      await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
+      drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
+      await page.close();
+      page = await context.newPage();
+      if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+      await page.goto(`${base}?src=bench-cold/${encodeURIComponent(path.basename(f))}`, { waitUntil: 'commit' });
+      await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
+      const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs), /decoded in (\d+) ms/.exec(document.body.innerText)?.[1]]);
+      cold.push(r[0]);
+      opened.push(r[1]);
+      decodes.push(Number(r[2]));
+      await page.close();
+    }
+    const d = median(drop);
+    const c = median(cold);
+    console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(opened).toFixed(0), median(decodes).toFixed(0)].join('\t'));
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
   await context.close();
   server.close();
   process.exit(0);

@@ -5,7 +5,8 @@
 // (<script type="application/octet-stream">, never executed), unpacked here with the browser's
 // own DecompressionStream. No request is made, so the file works from file:// and offline.
 //
-// It sets `window.memlensHost` before the app starts (see web/src/bridge.rs):
+// It sets `window.memlensHost` (and `memlensEarlyWorker`, the worker started before the app)
+// before the app starts (see web/src/page/bridge.rs):
 //   makeWorker()  the decoding worker, from a Blob URL, handed its wasm in the first message;
 //   fetch(url)    the embedded copy of a file the app would fetch (the example), or null;
 //   preload()     the files to open at start: `memlens html` reports embed them as data blocks,
@@ -42,17 +43,33 @@ self.onmessage = (e) => {
     unpack('memlens-app-wasm').then((b) => b.arrayBuffer()),
   ]);
   const workerUrl = URL.createObjectURL(new Blob([workerJs, workerBoot], { type: 'text/javascript' }));
+  const makeWorker = () => {
+    const w = new Worker(workerUrl, { name: 'memlens-worker' });
+    w.postMessage(workerWasm);
+    return w;
+  };
+  // The worker starts now, while the app's wasm compiles; the app takes it over with the
+  // messages it sent meanwhile (as in boot.js).
+  {
+    const worker = makeWorker();
+    const early = [];
+    const keep = (e) => early.push(e.data);
+    worker.addEventListener('message', keep);
+    window.memlensEarlyWorker = {
+      worker,
+      take() {
+        worker.removeEventListener('message', keep);
+        return early.splice(0);
+      },
+    };
+  }
 
   const preload = JSON.parse(block('memlens-preload').textContent || 'null') || {};
   if (typeof preload.view === 'string' && !location.hash) {
     history.replaceState(null, '', `#view=${encodeURIComponent(preload.view)}`);
   }
   window.memlensHost = {
-    makeWorker() {
-      const w = new Worker(workerUrl, { name: 'memlens-worker' });
-      w.postMessage(workerWasm);
-      return w;
-    },
+    makeWorker,
     fetch(url) {
       return url === 'example.pickle' ? unpack('memlens-example') : null;
     },

@@ -8,6 +8,10 @@
 //! (`connect-src 'self'`) governs it: a URL is fetched by the page and handed to the worker as a
 //! `Blob`, so the worker itself never touches the network.
 //!
+//! The worker is usually started before the app by the page's bootstrap (web/assets/boot.js,
+//! single.js: `window.memlensEarlyWorker`), so that its wasm compiles while the app's does; the
+//! messages it sent before the app took it over are replayed here.
+//!
 //! `window.memlensHost`, when present, is the single-file page's bootstrap (scripts/single_file.py):
 //! `makeWorker()` starts the worker from a Blob URL with the wasm inlined, `fetch(url)` gives the
 //! embedded copy of a file (the example) as a `Promise<Blob>`, and `preload()` lists the files
@@ -257,8 +261,9 @@ impl Replies {
         self.port.held.borrow_mut().clear();
         self.state_sent_ms.set(None);
         self.requested.borrow_mut().clear();
+        // A fresh worker (the early one was taken at start): no messages yet.
         let worker = match start_worker() {
-            Ok(w) => w,
+            Ok((w, _)) => w,
             Err(e) => {
                 web_sys::console::error_1(&e.into());
                 return;
@@ -331,24 +336,56 @@ impl Replies {
     }
 }
 
-/// The single-file page's worker (`memlensHost.makeWorker()`), else Trunk's.
-fn start_worker() -> Result<Worker, String> {
+/// The worker the page's bootstrap started before the app (`window.memlensEarlyWorker`, from
+/// web/assets/boot.js or single.js), with the messages it sent meanwhile; taken once.
+fn early_worker() -> Option<(Worker, Vec<JsValue>)> {
+    let w = web_sys::window()?;
+    let early = Reflect::get(&w, &JsValue::from_str("memlensEarlyWorker")).ok()?;
+    if !early.is_object() {
+        return None;
+    }
+    let _ = Reflect::delete_property(w.as_ref(), &JsValue::from_str("memlensEarlyWorker"));
+    let worker = Reflect::get(&early, &JsValue::from_str("worker"))
+        .ok()?
+        .dyn_into::<Worker>()
+        .ok()?;
+    let take = Reflect::get(&early, &JsValue::from_str("take"))
+        .ok()?
+        .dyn_into::<Function>()
+        .ok()?;
+    let msgs = take
+        .call0(&early)
+        .ok()
+        .and_then(|a| a.dyn_into::<js_sys::Array>().ok())
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    Some((worker, msgs))
+}
+
+/// The worker started early, else the single-file page's (`memlensHost.makeWorker()`), else
+/// Trunk's; with the messages already received.
+fn start_worker() -> Result<(Worker, Vec<JsValue>), String> {
+    if let Some(early) = early_worker() {
+        return Ok(early);
+    }
     match host_call("makeWorker", &JsValue::UNDEFINED) {
         Some(Ok(w)) => w
             .dyn_into::<Worker>()
+            .map(|w| (w, Vec::new()))
             .map_err(|_| "cannot start the decoding worker: the page gave no Worker".to_string()),
         Some(Err(e)) => Err(format!(
             "cannot start the decoding worker: {}",
             js_error(&e)
         )),
         None => Worker::new(WORKER_URL)
+            .map(|w| (w, Vec::new()))
             .map_err(|e| format!("cannot start the decoding worker: {}", js_error(&e))),
     }
 }
 
 impl Bridge {
     pub fn new(dispatch: UseReducerDispatcher<AppState>) -> Result<Bridge, String> {
-        let worker = start_worker()?;
+        let (worker, early) = start_worker()?;
         let port = Rc::new(Port {
             worker: RefCell::new(worker.clone()),
             ready: Cell::new(false),
@@ -367,6 +404,10 @@ impl Bridge {
             listeners: RefCell::default(),
         });
         attach(&replies, &worker);
+        // What a worker started before the app said meanwhile (its `Ready`, the warm-up).
+        for m in early {
+            replies.on_message(&m);
+        }
         Ok(Bridge {
             port,
             next_id: Cell::new(1),
