@@ -1,23 +1,10 @@
 //! Bad input through every `memlens` command: exit status 2, nothing on stdout, and exactly one
 //! line on stderr, `memlens: <what is wrong>: <file>`, naming the problem with the file last.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-fn scratch_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("memlens-bad-input-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    d
-}
-
-fn good_snapshot(dir: &Path) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/p4_snapshot.txt");
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let bytes = memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{e}"));
-    let out = dir.join("good.pickle");
-    std::fs::write(&out, bytes).unwrap_or_else(|e| panic!("{e}"));
-    out
-}
+mod common;
+use common::{good_snapshot, run, scratch_dir};
 
 /// (file name, contents, a fragment the one-line message must hold)
 fn bad_files(good: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
@@ -102,18 +89,6 @@ fn wrong_types_pickle() -> Vec<u8> {
     w.finish().unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running memlens: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn check(args: &[&str], file: &str, fragment: &str) {
     let (code, stdout, stderr) = run(args);
     let shown = format!("memlens {}", args.join(" "));
@@ -139,8 +114,8 @@ fn check(args: &[&str], file: &str, fragment: &str) {
 
 #[test]
 fn every_command_reports_bad_input_in_one_line_and_exits_2() {
-    let dir = scratch_dir();
-    let good = good_snapshot(&dir);
+    let dir = scratch_dir("bad-input");
+    let good = good_snapshot(&dir, "good.pickle");
     let good_s = good.to_string_lossy().into_owned();
     let good_bytes = std::fs::read(&good).unwrap_or_default();
     let svg = dir.join("out.svg").to_string_lossy().into_owned();

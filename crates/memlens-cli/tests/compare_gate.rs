@@ -7,45 +7,15 @@
 use memlens_fixture::python;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn memlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run memlens: {e}"))
-}
+mod common;
+use common::{json, memlens, synth_workload};
 
 fn synth(workload: &str, seed: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cmp_{workload}_{seed}.pickle"));
-    let p = path.to_string_lossy().into_owned();
-    let out = memlens(&[
-        "synth",
-        "-q",
-        "--workload",
-        workload,
-        "--events",
-        "20000",
-        "--seed",
-        seed,
-        "-o",
-        &p,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    synth_workload(&path, workload, "20000", seed);
     path
-}
-
-fn json(out: &Output, what: &str) -> Value {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: bad JSON: {e}"))
 }
 
 fn real_pair() -> Option<(PathBuf, PathBuf)> {

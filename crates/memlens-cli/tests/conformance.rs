@@ -4,8 +4,10 @@
 
 use memlens_fixture::python;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+
+mod common;
+use common::{paired_devices, read_both, repo_root};
 
 /// The per-device keys the reference defines; each must be present on both sides and equal.
 const KEYS: &[&str] = &[
@@ -25,49 +27,18 @@ const KEYS: &[&str] = &[
     "peak_reserved_bytes",
 ];
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn parse(what: &str, out: &Output) -> Result<Value, String> {
-    if !out.status.success() {
-        return Err(format!(
-            "{what} exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("{what} printed invalid JSON: {e}"))
-}
-
-fn devices(v: &Value) -> Vec<Value> {
-    v.get("devices")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// Compares one file; returns one message per mismatch.
 fn compare(file: &Path, reference: &Value, ours: &Value) -> Vec<String> {
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let (r, o) = (devices(reference), devices(ours));
-    let ids = |v: &[Value]| {
-        v.iter()
-            .map(|d| d.get("device").cloned().unwrap_or(Value::Null))
-            .collect::<Vec<_>>()
+    let pairs = match paired_devices(&name, reference, ours) {
+        Ok(pairs) => pairs,
+        Err(e) => return vec![e],
     };
-    if ids(&r) != ids(&o) {
-        return vec![format!(
-            "{name}: devices: python {:?}, memlens {:?}",
-            ids(&r),
-            ids(&o)
-        )];
-    }
     let mut bad = Vec::new();
-    for (rd, od) in r.iter().zip(&o) {
+    for (rd, od) in &pairs {
         let dev = rd.get("device").cloned().unwrap_or(Value::Null);
         for key in KEYS {
             match (rd.get(*key), od.get(*key)) {
@@ -94,33 +65,16 @@ fn stats_match_python_reference_on_real_snapshots() {
     let script = repo_root().join("tests/python/stats_ref.py");
     let mut problems = Vec::new();
     for file in &files {
-        // Both readers run at once; each file is read once by each.
-        let spawn = |cmd: &mut Command| cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-        let reference = spawn(Command::new(py).arg(&script).arg(file));
-        let ours = spawn(
-            Command::new(env!("CARGO_BIN_EXE_memlens"))
-                .args(["stats", "--json"])
-                .arg(file),
-        );
-        let (reference, ours) = match (reference, ours) {
-            (Ok(r), Ok(o)) => (r.wait_with_output(), o.wait_with_output()),
-            (r, o) => panic!("cannot start the readers: {:?} {:?}", r.err(), o.err()),
-        };
+        let (ours, reference) = read_both(py, &script, &["stats", "--json"], file);
         let name = file.display();
-        let ours = match ours
-            .map_err(|e| e.to_string())
-            .and_then(|o| parse("memlens", &o))
-        {
+        let ours = match ours {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("{name}: does not decode: {e}"));
                 continue;
             }
         };
-        let reference = match reference
-            .map_err(|e| e.to_string())
-            .and_then(|o| parse("stats_ref.py", &o))
-        {
+        let reference = match reference {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("{name}: reference failed: {e}"));

@@ -4,37 +4,15 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn memlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run memlens: {e}"))
-}
+mod common;
+use common::{json, memlens, synth_workload};
 
 /// Writes a labelled case; `tag` keeps the files of tests running at once apart.
 fn synth(workload: &str, seed: &str, tag: &str) -> PathBuf {
     let path =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("diag_{workload}_{seed}_{tag}.pickle"));
-    let p = path.to_string_lossy().into_owned();
-    let out = memlens(&[
-        "synth",
-        "-q",
-        "--workload",
-        workload,
-        "--events",
-        "20000",
-        "--seed",
-        seed,
-        "-o",
-        &p,
-    ]);
-    assert!(
-        out.status.success(),
-        "synth {workload}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    synth_workload(&path, workload, "20000", seed);
     path
 }
 
@@ -43,13 +21,7 @@ fn diagnose(file: &Path, extra: &[&str]) -> Value {
     let mut args = vec!["diagnose", "--json"];
     args.extend_from_slice(extra);
     args.push(&f);
-    let out = memlens(&args);
-    assert!(
-        out.status.success(),
-        "diagnose {f}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("diagnose {f}: bad JSON: {e}"))
+    json(&memlens(&args), &format!("diagnose {f}"))
 }
 
 fn device0(v: &Value) -> &Value {

@@ -5,33 +5,13 @@
 
 use memlens_fixture::python;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+
+mod common;
+use common::{paired_devices, read_both, repo_root};
 
 /// How many of the largest groups of `peak.top` must match, frame, bytes and count.
 const TOP: usize = 10;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn parse(what: &str, out: &Output) -> Result<Value, String> {
-    if !out.status.success() {
-        return Err(format!(
-            "{what} exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("{what} printed invalid JSON: {e}"))
-}
-
-fn devices(v: &Value) -> Vec<Value> {
-    v.get("devices")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
 
 fn top(peak: Option<&Value>) -> Vec<Value> {
     peak.and_then(|p| p.get("top"))
@@ -42,21 +22,12 @@ fn top(peak: Option<&Value>) -> Vec<Value> {
 
 /// Compares one file's two readings; returns one message per mismatch.
 fn compare(name: &str, reference: &Value, ours: &Value) -> Vec<String> {
-    let (r, o) = (devices(reference), devices(ours));
-    let ids = |v: &[Value]| {
-        v.iter()
-            .map(|d| d.get("device").cloned().unwrap_or(Value::Null))
-            .collect::<Vec<_>>()
+    let pairs = match paired_devices(name, reference, ours) {
+        Ok(pairs) => pairs,
+        Err(e) => return vec![e],
     };
-    if ids(&r) != ids(&o) {
-        return vec![format!(
-            "{name}: devices: python {:?}, memlens {:?}",
-            ids(&r),
-            ids(&o)
-        )];
-    }
     let mut bad = Vec::new();
-    for (rd, od) in r.iter().zip(&o) {
+    for (rd, od) in &pairs {
         let dev = rd.get("device").cloned().unwrap_or(Value::Null);
         let (rp, op) = (rd.get("peak"), od.get("peak"));
         for key in ["event", "allocated_bytes", "allocations"] {
@@ -103,36 +74,19 @@ fn check_files(py: &str, files: &[PathBuf]) -> Vec<String> {
     let script = repo_root().join("tests/python/diagnose_ref.py");
     let mut problems = Vec::new();
     for file in files {
-        // Both readers run at once; each file is read once by each.
-        let spawn = |cmd: &mut Command| cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-        let reference = spawn(Command::new(py).arg(&script).arg(file));
-        let ours = spawn(
-            Command::new(env!("CARGO_BIN_EXE_memlens"))
-                .args(["diagnose", "--json"])
-                .arg(file),
-        );
-        let (reference, ours) = match (reference, ours) {
-            (Ok(r), Ok(o)) => (r.wait_with_output(), o.wait_with_output()),
-            (r, o) => panic!("cannot start the readers: {:?} {:?}", r.err(), o.err()),
-        };
+        let (ours, reference) = read_both(py, &script, &["diagnose", "--json"], file);
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let ours = match ours
-            .map_err(|e| e.to_string())
-            .and_then(|o| parse("memlens diagnose", &o))
-        {
+        let ours = match ours {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("{name}: {e}"));
                 continue;
             }
         };
-        let reference = match reference
-            .map_err(|e| e.to_string())
-            .and_then(|o| parse("diagnose_ref.py", &o))
-        {
+        let reference = match reference {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("{name}: reference failed: {e}"));

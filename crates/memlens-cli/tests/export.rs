@@ -7,14 +7,10 @@
 
 use memlens_fixture::python;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn memlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run memlens: {e}"))
-}
+mod common;
+use common::memlens;
 
 fn tmp(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);

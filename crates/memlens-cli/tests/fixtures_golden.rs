@@ -4,12 +4,10 @@
 //! what the builder writes now. `UPDATE_GOLDEN=1 cargo test -p memlens-cli --test
 //! fixtures_golden` rewrites both (review the diff).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{repo_root, scratch_dir};
 
 fn update() -> bool {
     std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")
@@ -56,15 +54,9 @@ fn build(name: &str, text: &str) -> (Vec<u8>, &'static str) {
     (bytes, fx.options().form.extension())
 }
 
-fn scratch_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("memlens-fixtures-golden-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    d
-}
-
 #[test]
 fn stats_json_matches_golden() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("fixtures-golden");
     let golden_dir = repo_root().join("tests/golden/stats");
     let mut failures = Vec::new();
     for (name, text) in fixtures() {

@@ -8,18 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// A folder of one test's own (the tests run in parallel).
-fn scratch_dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("memlens-gzip-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    d
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/fixtures/{name}.txt"));
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::{fixture_bytes, scratch_dir};
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::default());
@@ -65,8 +55,8 @@ fn s(p: &Path) -> &str {
 
 #[test]
 fn every_verb_reads_gzip_as_the_plain_file() {
-    let dir = scratch_dir("verbs");
-    let plain_bytes = fixture("oom");
+    let dir = scratch_dir("gzip-verbs");
+    let plain_bytes = fixture_bytes("oom");
     let plain = write(&dir, "snap.pickle", &plain_bytes);
     let gz = write(&dir, "snap.pickle.gz", &gzip(&plain_bytes));
     // Recognised by content: a compressed file under a plain name reads the same.
@@ -129,7 +119,7 @@ fn a_real_snapshot_reads_the_same_compressed() {
     let Some(snaps) = memlens_fixture::shared_snapshots() else {
         return;
     };
-    let dir = scratch_dir("real");
+    let dir = scratch_dir("gzip-real");
     let Some(big) = snaps
         .iter()
         .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
@@ -147,8 +137,8 @@ fn a_real_snapshot_reads_the_same_compressed() {
 
 #[test]
 fn a_damaged_gzip_is_one_line_naming_the_file() {
-    let dir = scratch_dir("bad");
-    let gz = gzip(&fixture("p4_snapshot"));
+    let dir = scratch_dir("gzip-bad");
+    let gz = gzip(&fixture_bytes("p4_snapshot"));
     let cut = write(
         &dir,
         "cut.pickle.gz",

@@ -14,32 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn scratch_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("memlens-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    d
-}
-
-fn good_snapshot(dir: &Path) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/p4_snapshot.txt");
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let bytes = memlens_fixture::build(&text).unwrap_or_else(|e| panic!("{e}"));
-    let out = dir.join("good snapshot.pickle");
-    std::fs::write(&out, bytes).unwrap_or_else(|e| panic!("{e}"));
-    out
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running memlens: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::{good_snapshot, run, scratch_dir};
 
 /// One line on stderr starting `memlens: `, exit 2, nothing on stdout.
 fn assert_one_line_error(r: &(i32, String, String), fragment: &str) -> String {
@@ -120,7 +96,7 @@ fn html_writes_the_viewer_and_reports() {
     );
 
     // A report: the snapshot embedded compactly, the view chosen.
-    let good = good_snapshot(&dir);
+    let good = good_snapshot(&dir, "good snapshot.pickle");
     let report = dir.join("report.html");
     let (code, stdout, stderr) = run(&[
         "html",
@@ -181,7 +157,7 @@ fn html_writes_the_viewer_and_reports() {
 #[test]
 fn serve_refuses_non_loopback_addresses() {
     let dir = scratch_dir("serve-bind");
-    let good = good_snapshot(&dir);
+    let good = good_snapshot(&dir, "good snapshot.pickle");
     let g = good.to_string_lossy().into_owned();
     for addr in ["0.0.0.0", "::", "10.1.2.3", "192.168.0.7"] {
         let line = assert_one_line_error(
@@ -285,7 +261,7 @@ fn serving(tag: &str) -> Option<(PathBuf, PathBuf, Running)> {
     if !has_viewer(&dir) {
         return None;
     }
-    let good = good_snapshot(&dir);
+    let good = good_snapshot(&dir, "good snapshot.pickle");
     let running = start_server(&[&good], &[]);
     Some((dir, good, running))
 }
@@ -524,7 +500,7 @@ fn serve_handles_head_and_range() {
     if !has_viewer(&dir) {
         return;
     }
-    let good = good_snapshot(&dir);
+    let good = good_snapshot(&dir, "good snapshot.pickle");
     let bytes = std::fs::read(&good).unwrap_or_default();
     let len = bytes.len();
     assert!(len > 100);

@@ -4,14 +4,10 @@
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn memlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run memlens: {e}"))
-}
+mod common;
+use common::{memlens, synth_workload};
 
 /// Four synth snapshots; `tag` keeps the files of tests running at once apart.
 fn files(tag: &str) -> Vec<String> {
@@ -20,26 +16,8 @@ fn files(tag: &str) -> Vec<String> {
         .enumerate()
         .map(|(i, w)| {
             let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("many_{tag}_{w}.pickle"));
-            let s = p.to_string_lossy().into_owned();
-            let seed = i.to_string();
-            let out = memlens(&[
-                "synth",
-                "-q",
-                "--workload",
-                w,
-                "--events",
-                "8000",
-                "--seed",
-                &seed,
-                "-o",
-                &s,
-            ]);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            s
+            synth_workload(&p, w, "8000", &i.to_string());
+            p.to_string_lossy().into_owned()
         })
         .collect()
 }

@@ -4,28 +4,15 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 
+mod common;
+use common::{scratch_dir, synth_workload};
+
 #[test]
 fn closed_stdout_ends_quietly() {
     let bin = env!("CARGO_BIN_EXE_memlens");
-    let dir = std::env::temp_dir().join(format!("memlens-pipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_default();
+    let dir = scratch_dir("pipe");
     let snap = dir.join("s.pickle");
-    let st = Command::new(bin)
-        .args([
-            "synth",
-            "--workload",
-            "training",
-            "--events",
-            "20000",
-            "--seed",
-            "3",
-            "-q",
-            "-o",
-        ])
-        .arg(&snap)
-        .status()
-        .unwrap_or_else(|e| panic!("run synth: {e}"));
-    assert!(st.success());
+    synth_workload(&snap, "training", "20000", "3");
     let mut child = Command::new(bin)
         .arg("trace")
         .arg(&snap)
@@ -56,25 +43,9 @@ fn closed_stdout_ends_quietly() {
 #[test]
 fn reader_gone_before_the_first_line_ends_quietly() {
     let bin = env!("CARGO_BIN_EXE_memlens");
-    let dir = std::env::temp_dir().join(format!("memlens-pipe2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_default();
+    let dir = scratch_dir("pipe2");
     let snap = dir.join("s.pickle");
-    let st = Command::new(bin)
-        .args([
-            "synth",
-            "--workload",
-            "training",
-            "--events",
-            "50000",
-            "--seed",
-            "4",
-            "-q",
-            "-o",
-        ])
-        .arg(&snap)
-        .status()
-        .unwrap_or_else(|e| panic!("run synth: {e}"));
-    assert!(st.success());
+    synth_workload(&snap, "training", "50000", "4");
     for args in [&["stats", "--json"][..], &["stats"][..]] {
         let mut child = Command::new(bin)
             .args(args)

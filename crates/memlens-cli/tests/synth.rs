@@ -5,14 +5,10 @@
 use memlens_fixture::python;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn memlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run memlens: {e}"))
-}
+mod common;
+use common::memlens;
 
 fn tmp(name: &str) -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)

@@ -4,8 +4,10 @@
 //! fixed). `UPDATE_GOLDEN=1 cargo test -p memlens-cli --test trace_golden` rewrites them; review
 //! the diff before committing.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod common;
+use common::repo_root;
 
 /// (snapshot file stem in ../shared/snapshots, extra arguments, golden file stem)
 const CASES: &[(&str, &[&str], &str)] = &[
@@ -50,10 +52,6 @@ const CASES: &[(&str, &[&str], &str)] = &[
         "Maphsge4__select_n__snapshot__bdf4fe2e",
     ),
 ];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The first line where `got` and `want` differ, for the failure message.
 fn first_difference(got: &str, want: &str) -> String {
