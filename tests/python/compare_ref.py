@@ -11,39 +11,27 @@ Usage: compare_ref.py A.pickle B.pickle
 """
 import json
 import os
-import pickle
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import diagnose_ref  # noqa: E402
+import snapshot_pickle  # noqa: E402
 import stats_ref  # noqa: E402
 
 
-def read(path):
-    with open(path, "rb") as f:
-        data = pickle.load(f)
-    if isinstance(data, list):
-        return data, []
-    return data.get("segments", []), data.get("device_traces", [])
-
-
-def devices_of(segments, traces):
-    return {seg.get("device", 0) for seg in segments} | set(range(len(traces)))
-
-
 def side(device, segments, traces):
-    if device not in devices_of(segments, traces):
+    if device not in snapshot_pickle.devices(segments, traces):
         return 0, {}
-    trace = traces[device] if device < len(traces) else []
+    trace = snapshot_pickle.trace_of(traces, device)
     stats = stats_ref.device_stats(device, segments, trace)
     peak = diagnose_ref.device_peak(device, segments, trace)
     return stats["timeline_peak_bytes"], {g["frame"]: g["bytes"] for g in peak["top"]}
 
 
 def main(a_path, b_path):
-    a, b = read(a_path), read(b_path)
+    a, b = snapshot_pickle.read(a_path), snapshot_pickle.read(b_path)
     out = []
-    for d in sorted(devices_of(*a) | devices_of(*b)):
+    for d in sorted(set(snapshot_pickle.devices(*a)) | set(snapshot_pickle.devices(*b))):
         pa, fa = side(d, *a)
         pb, fb = side(d, *b)
         frames = [

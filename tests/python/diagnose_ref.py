@@ -44,11 +44,11 @@ Usage: diagnose_ref.py SNAPSHOT.pickle
 """
 import json
 import os
-import pickle
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import snapshot_pickle  # noqa: E402
 import stats_ref  # noqa: E402
 
 BEFORE_TRACE = "(allocated before the trace)"
@@ -121,7 +121,7 @@ def active_blocks(device, segments):
         for b in seg.get("blocks", []):
             here = b.get("address", addr)
             if b.get("state") in stats_ref.ACTIVE:
-                yield here, stats_ref.requested_size(b)
+                yield here, snapshot_pickle.requested_size(b)
             addr = here + b["size"]
 
 
@@ -178,18 +178,11 @@ def alive_after(device, segments, trace, event):
 
 
 def main(path):
-    with open(path, "rb") as f:
-        data = pickle.load(f)
-    if isinstance(data, list):
-        segments, traces = data, []
-    else:
-        segments = data.get("segments", [])
-        traces = data.get("device_traces", [])
-    devices = sorted({seg.get("device", 0) for seg in segments} | set(range(len(traces))))
+    segments, traces = snapshot_pickle.read(path)
     out = []
-    for d in devices:
-        trace = traces[d] if d < len(traces) else []
-        out.append({"device": d, "peak": device_peak(d, segments, trace)})
+    for d in snapshot_pickle.devices(segments, traces):
+        peak = device_peak(d, segments, snapshot_pickle.trace_of(traces, d))
+        out.append({"device": d, "peak": peak})
     json.dump({"devices": out}, sys.stdout, indent=1)
     sys.stdout.write("\n")
 

@@ -30,6 +30,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import snapshot_pickle  # noqa: E402
 import stats_ref  # noqa: E402
 
 KEYS = [
@@ -64,13 +65,11 @@ def load(path):
 
 
 def stats(data):
-    if isinstance(data, list):
-        segments, traces = data, []
-    else:
-        segments = data.get("segments", [])
-        traces = data.get("device_traces", [])
-    devices = sorted({seg.get("device", 0) for seg in segments} | set(range(len(traces))))
-    return [stats_ref.device_stats(d, segments, traces[d] if d < len(traces) else []) for d in devices]
+    segments, traces = snapshot_pickle.split(data)
+    return [
+        stats_ref.device_stats(d, segments, snapshot_pickle.trace_of(traces, d))
+        for d in snapshot_pickle.devices(segments, traces)
+    ]
 
 
 def frame_lists(data):

@@ -25,19 +25,12 @@ Prints {"device", "n_events", "peak_event", "events": {"<i>": {"requested_bytes"
 Usage: state_ref.py SNAPSHOT.pickle DEVICE [EVENT ...]
 """
 import json
-import pickle
 import sys
 
+import snapshot_pickle
+from snapshot_pickle import requested_size
+
 ACTIVE = ("active_allocated", "active_pending_free")
-
-
-def requested_size(block):
-    if "requested_size" in block:
-        return block["requested_size"]
-    history = block.get("history")
-    if history:
-        return history[0]["real_size"]
-    return block["size"]
 
 
 def live_delta(e):
@@ -57,14 +50,8 @@ def reserved_delta(e):
 
 
 def main(path, device, wanted):
-    with open(path, "rb") as f:
-        data = pickle.load(f)
-    if isinstance(data, list):
-        segments, traces = data, []
-    else:
-        segments = data.get("segments", [])
-        traces = data.get("device_traces", [])
-    trace = traces[device] if device < len(traces) else []
+    segments, traces = snapshot_pickle.read(path)
+    trace = snapshot_pickle.trace_of(traces, device)
     final = {"requested_bytes": 0, "reserved_bytes": 0, "allocated_bytes": 0,
              "inactive_split_bytes": 0, "largest_free_block_bytes": 0}
     for seg in segments:

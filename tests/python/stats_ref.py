@@ -22,21 +22,14 @@ segments only):
 Usage: stats_ref.py SNAPSHOT.pickle
 """
 import json
-import pickle
 import sys
+
+import snapshot_pickle
+from snapshot_pickle import requested_size
 
 ACTIVE = ("active_allocated", "active_pending_free")
 SEG_ADD = ("segment_alloc", "segment_map")
 SEG_SUB = ("segment_free", "segment_unmap")
-
-
-def requested_size(block):
-    if "requested_size" in block:
-        return block["requested_size"]
-    history = block.get("history")
-    if history:
-        return history[0]["real_size"]
-    return block["size"]
 
 
 def peak_of(baseline, deltas):
@@ -107,18 +100,10 @@ def device_stats(device, segments, trace):
 
 
 def main(path):
-    with open(path, "rb") as f:
-        data = pickle.load(f)
-    if isinstance(data, list):
-        segments, traces = data, []
-    else:
-        segments = data.get("segments", [])
-        traces = data.get("device_traces", [])
-    devices = sorted({seg.get("device", 0) for seg in segments} | set(range(len(traces))))
+    segments, traces = snapshot_pickle.read(path)
     out = []
-    for d in devices:
-        trace = traces[d] if d < len(traces) else []
-        out.append(device_stats(d, segments, trace))
+    for d in snapshot_pickle.devices(segments, traces):
+        out.append(device_stats(d, segments, snapshot_pickle.trace_of(traces, d)))
     json.dump({"devices": out}, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
