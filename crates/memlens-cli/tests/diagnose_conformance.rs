@@ -74,26 +74,14 @@ fn check_files(py: &str, files: &[PathBuf]) -> Vec<String> {
     let script = repo_root().join("tests/python/diagnose_ref.py");
     let mut problems = Vec::new();
     for file in files {
-        let (ours, reference) = read_both(py, &script, &["diagnose", "--json"], file);
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let ours = match ours {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        let reference = match reference {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(format!("{name}: reference failed: {e}"));
-                continue;
-            }
-        };
-        problems.extend(compare(&name, &reference, &ours));
+        match read_both(py, &script, &["diagnose", "--json"], file) {
+            Ok((ours, reference)) => problems.extend(compare(&name, &reference, &ours)),
+            Err(e) => problems.push(format!("{name}: {e}")),
+        }
     }
     problems
 }

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::ok;
+
 fn memlens(args: &[&str], cwd: Option<&Path>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memlens"));
     c.args(args);
@@ -24,16 +27,6 @@ fn memlens(args: &[&str], cwd: Option<&Path>) -> Output {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = memlens(args, None);
-    assert!(
-        o.status.success(),
-        "memlens {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    stdout(&o)
 }
 
 /// A fresh, empty directory for one test.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::{fixture_bytes, scratch_dir};
+use common::{fixture_bytes, ok, scratch_dir};
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::default());
@@ -38,17 +38,6 @@ fn memlens(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .unwrap_or_else(|e| panic!("wait memlens: {e}"))
 }
 
-fn stdout_of(args: &[&str]) -> String {
-    let o = memlens(args, None);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap_or_else(|| panic!("path not UTF-8"))
 }
@@ -75,7 +64,7 @@ fn every_verb_reads_gzip_as_the_plain_file() {
         let run = |p: &Path| {
             let mut a = v.to_vec();
             a.push(s(p));
-            stdout_of(&a).replace(s(p), "FILE")
+            ok(&a).replace(s(p), "FILE")
         };
         let want = run(&plain);
         assert!(
@@ -85,14 +74,14 @@ fn every_verb_reads_gzip_as_the_plain_file() {
         assert_eq!(run(&gz), want, "{v:?} on the .gz");
         assert_eq!(run(&renamed), want, "{v:?} on a gzip file named .pickle");
     }
-    let cmp = stdout_of(&["compare", "--json", s(&plain), s(&gz)]);
+    let cmp = ok(&["compare", "--json", s(&plain), s(&gz)]);
     assert!(cmp.contains("\"devices\""), "{cmp}");
     // stdin, compressed.
     let o = memlens(&["stats", "--json", "-"], Some(&gzip(&plain_bytes)));
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
-        stdout_of(&["stats", "--json", s(&plain)])
+        ok(&["stats", "--json", s(&plain)])
     );
     // A report of a .gz embeds the snapshot itself, as for the plain file (when this memlens
     // carries the viewer: html_serve.rs checks the message otherwise).
@@ -100,7 +89,7 @@ fn every_verb_reads_gzip_as_the_plain_file() {
     let rep_plain = dir.join("plain.html");
     let o = memlens(&["html", s(&plain), "-o", s(&rep_plain)], None);
     if o.status.code() == Some(0) {
-        stdout_of(&["html", s(&gz), "-o", s(&rep_gz)]);
+        ok(&["html", s(&gz), "-o", s(&rep_gz)]);
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         // The same page but for the file name (plain vs gz in the embedded name).
         assert!(size(&rep_gz) > 0 && size(&rep_gz).abs_diff(size(&rep_plain)) < 64);
@@ -129,8 +118,8 @@ fn a_real_snapshot_reads_the_same_compressed() {
     let bytes = std::fs::read(big).unwrap_or_else(|e| panic!("{}: {e}", big.display()));
     let gz = write(&dir, "real.pickle.gz", &gzip(&bytes));
     assert_eq!(
-        stdout_of(&["stats", "--json", s(&gz)]),
-        stdout_of(&["stats", "--json", s(big)])
+        ok(&["stats", "--json", s(&gz)]),
+        ok(&["stats", "--json", s(big)])
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,27 +9,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running memlens: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn ok(args: &[&str]) -> String {
-    let (code, stdout, stderr) = run(args);
-    assert_eq!(code, 0, "memlens {}: {stderr}", args.join(" "));
-    stdout
-}
+mod common;
+use common::{devices, ok, repo_root, run};
 
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -64,13 +45,6 @@ const KEYS: &[&str] = &[
     "timeline_peak_bytes",
     "peak_reserved_bytes",
 ];
-
-fn devices(v: &Value) -> Vec<Value> {
-    v.get("devices")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
 
 /// Slices `file` to its last `n` events and checks the part every way (see the module docs).
 fn check_part(file: &Path, n: u32, dir: &Path, reference: Option<&Path>) {

@@ -30,6 +30,13 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The stdout of `memlens ARGS`; fails the test when it exits non-zero.
+pub fn ok(args: &[&str]) -> String {
+    let (code, stdout, stderr) = run(args);
+    assert_eq!(code, 0, "memlens {}: {stderr}", args.join(" "));
+    stdout
+}
+
 /// The JSON `what` printed, or why there is none (a failed exit, invalid JSON).
 pub fn parse(what: &str, out: &Output) -> Result<Value, String> {
     if !out.status.success() {
@@ -84,13 +91,14 @@ pub fn paired_devices(
 }
 
 /// Runs `PY SCRIPT FILE` and `memlens ARGS FILE` at once (each reads the file once) and returns
-/// (ours, the reference): the JSON each printed, or why there is none.
+/// (ours, the reference): the JSON each printed; or why one has none (memlens's failure as
+/// `does not decode: ...`, the reference's as `reference failed: ...`).
 pub fn read_both(
     py: &str,
     script: &Path,
     args: &[&str],
     file: &Path,
-) -> (Result<Value, String>, Result<Value, String>) {
+) -> Result<(Value, Value), String> {
     let spawn = |cmd: &mut Command| cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
     let reference = spawn(Command::new(py).arg(script).arg(file));
     let ours = spawn(
@@ -107,13 +115,15 @@ pub fn read_both(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let what = format!("memlens {}", args.join(" "));
-    (
-        ours.map_err(|e| e.to_string())
-            .and_then(|o| parse(&what, &o)),
-        reference
-            .map_err(|e| e.to_string())
-            .and_then(|o| parse(&script_name, &o)),
-    )
+    let ours = ours
+        .map_err(|e| e.to_string())
+        .and_then(|o| parse(&what, &o))
+        .map_err(|e| format!("does not decode: {e}"))?;
+    let reference = reference
+        .map_err(|e| e.to_string())
+        .and_then(|o| parse(&script_name, &o))
+        .map_err(|e| format!("reference failed: {e}"))?;
+    Ok((ours, reference))
 }
 
 /// Writes `memlens synth -q --workload W --events N --seed S -o PATH`; fails the test if it fails.
