@@ -4,7 +4,7 @@
 
 use crate::page::theme;
 use crate::wire::clock::now_ms;
-use memlens_core::layout::axis::{bytes_ticks, count_ticks, time_ticks};
+use memlens_core::layout::axis::bytes_ticks;
 use memlens_core::layout::lines::{fit_with_lines, render_lines};
 use memlens_core::layout::svg::Paint;
 use memlens_core::layout::{
@@ -278,21 +278,7 @@ pub fn draw_timeline(
     // x labels: trace event indices (event i sits at x = i + 1), or time since the first event.
     ctx.set_text_align("center");
     ctx.set_text_baseline("top");
-    let max_x_ticks = (pw / 90.0).max(2.0) as usize;
-    let x_ticks: Vec<(f64, String)> = match vp.time() {
-        None => count_ticks((x0 - 1.0).max(0.0), x1 - 1.0, max_x_ticks)
-            .into_iter()
-            .map(|t| (vp.x_px(t.value + 1.0), t.label))
-            .collect(),
-        Some(_) => {
-            let (u0, u1) = vp.u_range();
-            let k = pw / (u1 - u0).max(f64::MIN_POSITIVE);
-            time_ticks(u0, u1, (pw / 110.0).max(2.0) as usize)
-                .into_iter()
-                .map(|t| ((t.value - u0) * k, t.label))
-                .collect()
-        }
-    };
+    let x_ticks = vp.x_ticks();
     for (px, label) in x_ticks {
         let x = MARGIN_LEFT + px;
         // Not under the axis caption at the left edge, nor past the right edge.

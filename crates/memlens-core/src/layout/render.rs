@@ -17,6 +17,7 @@
 //! The x axis is event index or wall-clock time ([`Viewport::with_time`]); the layout stays in
 //! event space and only the viewport's mapping changes.
 
+use super::axis::{count_ticks, time_ticks};
 use super::paint::{Painter, Style, CATEGORICAL_LEN, PALETTE_LEN};
 use super::search::Matches;
 use super::timeline::Elements;
@@ -219,6 +220,31 @@ impl Viewport {
     /// Axis units shown: `u(x0)..u(x1)`.
     pub fn u_range(&self) -> (f64, f64) {
         (self.u0, self.u0 + self.width_px / self.su)
+    }
+
+    /// The x axis labels at about one per 90 px (110 px for clock times): trace event indices
+    /// (event i sits at x = i + 1) or time since the first event, each with its x in plot pixels.
+    /// The canvas and the SVG export draw the same ticks.
+    pub fn x_ticks(&self) -> Vec<(f64, String)> {
+        let pw = self.width_px;
+        match self.time() {
+            None => count_ticks(
+                (self.x0 - 1.0).max(0.0),
+                self.x1 - 1.0,
+                (pw / 90.0).max(2.0) as usize,
+            )
+            .into_iter()
+            .map(|t| (self.x_px(t.value + 1.0), t.label))
+            .collect(),
+            Some(_) => {
+                let (u0, u1) = self.u_range();
+                let k = pw / (u1 - u0).max(f64::MIN_POSITIVE);
+                time_ticks(u0, u1, (pw / 110.0).max(2.0) as usize)
+                    .into_iter()
+                    .map(|t| ((t.value - u0) * k, t.label))
+                    .collect()
+            }
+        }
     }
 
     /// Events per pixel when x is linear in events (`None` on the time axis, where it varies).

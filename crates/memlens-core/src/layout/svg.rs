@@ -3,7 +3,7 @@
 //! the bands drawn on screen at that zoom, in the caller's colours ([`Paint`] per [`Style`]);
 //! the byte axis and the x axis (events or time) come from `axis`, as on the canvas.
 
-use super::axis::{bytes_ticks, count_ticks, time_ticks};
+use super::axis::bytes_ticks;
 use super::paint::{Painter, Style};
 use super::render::{render_timeline, RenderOptions, RenderStats, Viewport};
 use super::timeline::TimelineLayout;
@@ -162,21 +162,7 @@ pub fn timeline_svg(
         );
     }
     s.push_str("</g>\n<g class=\"axis-x\" text-anchor=\"middle\" fill=\"#444444\">\n");
-    let max_x = (pw / 90.0).max(2.0) as usize;
-    let ticks: Vec<(f64, String)> = match vp.time() {
-        None => count_ticks((vp.x0 - 1.0).max(0.0), vp.x1 - 1.0, max_x)
-            .into_iter()
-            .map(|t| (vp.x_px(t.value + 1.0), t.label))
-            .collect(),
-        Some(_) => {
-            let (u0, u1) = vp.u_range();
-            let k = pw / (u1 - u0).max(f64::MIN_POSITIVE);
-            time_ticks(u0, u1, (pw / 110.0).max(2.0) as usize)
-                .into_iter()
-                .map(|t| ((t.value - u0) * k, t.label))
-                .collect()
-        }
-    };
+    let ticks = vp.x_ticks();
     for (px, label) in ticks {
         let _ = writeln!(
             s,
