@@ -12,13 +12,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_ref  # noqa: E402
 import diagnose_ref  # noqa: E402
+import snapshot_pickle  # noqa: E402
 
 
 def main(path, device, start, end):
-    segments, traces = compare_ref.read(path)
-    trace = traces[device] if device < len(traces) else []
+    segments, traces = snapshot_pickle.read(path)
+    trace = snapshot_pickle.trace_of(traces, device)
     a = diagnose_ref.alive_after(device, segments, trace, start)
     b = diagnose_ref.alive_after(device, segments, trace, end)
     fa = {g["frame"]: g["bytes"] for g in a["top"]}
