@@ -87,16 +87,10 @@ pub(super) fn pair_segments(
     pools: &mut super::pools::PoolTable,
 ) -> (Elements, Vec<String>) {
     let rows = snap.device_rows(device);
-    let n = rows.len() as u32;
     let t = &snap.trace;
-    let mut traced: Vec<Tmp> = Vec::new();
-    let mut before: Vec<Tmp> = Vec::new();
-    // Live ranges by start address: (end address, element index in `traced`).
-    let mut live: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
-    let mut versions: FxHashMap<u64, u32> = FxHashMap::default();
-    let mut untraced_unmaps = 0u64;
+    let mut p = SegmentPairing::new(rows.len() as u32);
     let mut streams = t.stream.cursor();
-    for (i, r) in rows.clone().enumerate() {
+    for (i, r) in rows.enumerate() {
         let r = r as usize;
         let (Some(&action), Some(&addr), Some(&size)) =
             (t.action.get(r), t.addr.get(r), t.size_bytes.get(r))
@@ -104,123 +98,195 @@ pub(super) fn pair_segments(
             continue;
         };
         let i = i as u32;
-        let stream = streams.at(r).unwrap_or(0);
-        let stack = t.stack.get(r).copied().unwrap_or(StackId::EMPTY);
-        let end = addr.saturating_add(size);
-        let pool = pools.index(res.pool_of(addr, Some(i)));
+        let entry = SegEntry {
+            event: i,
+            addr,
+            size,
+            stream: streams.at(r).unwrap_or(0),
+            stack: t.stack.get(r).copied().unwrap_or(StackId::EMPTY),
+            pool: pools.index(res.pool_of(addr, Some(i))),
+        };
         match action {
-            Action::SegmentAlloc | Action::SegmentMap => {
-                let version = *versions.get(&addr).unwrap_or(&0);
-                *versions.entry(addr).or_insert(0) += 1;
-                live.insert(addr, (end, traced.len()));
-                traced.push(Tmp {
-                    size,
-                    addr,
-                    version,
-                    start_x: i + 1,
-                    end_x: n + 1,
-                    alloc_row: Some(i),
-                    free_row: None,
-                    stream,
-                    kind: ElementKind::TRACED,
-                    stack,
-                    pool,
-                });
-            }
-            Action::SegmentFree | Action::SegmentUnmap => {
-                // Every live range overlapping [addr, end) ends here; the parts outside it live on.
-                let overlapping: Vec<(u64, u64, usize)> = live
-                    .range(..end)
-                    .rev()
-                    .take_while(|(_, (e_end, _))| *e_end > addr)
-                    .map(|(&s, &(e_end, idx))| (s, e_end, idx))
-                    .collect();
-                let mut covered = 0u64;
-                for (s, e_end, idx) in overlapping {
-                    live.remove(&s);
-                    covered += e_end.min(end) - s.max(addr);
-                    let Some(old) = traced.get_mut(idx) else {
-                        continue;
-                    };
-                    old.end_x = i + 1;
-                    old.free_row = Some(i);
-                    let old = *old;
-                    for (rs, re) in [(s, addr.min(e_end)), (end.max(s), e_end)] {
-                        if re > rs {
-                            live.insert(rs, (re, traced.len()));
-                            traced.push(Tmp {
-                                size: re - rs,
-                                addr: rs,
-                                version: *versions.get(&rs).unwrap_or(&0),
-                                start_x: i + 1,
-                                end_x: n + 1,
-                                alloc_row: old.alloc_row,
-                                free_row: None,
-                                stream: old.stream,
-                                kind: ElementKind::Remainder,
-                                stack: old.stack,
-                                pool: old.pool,
-                            });
-                        }
-                    }
-                }
-                *versions.entry(addr).or_insert(0) += 1;
-                if covered < size {
-                    untraced_unmaps += 1;
-                    before.push(Tmp {
-                        size: size - covered,
-                        addr,
-                        version: 0,
-                        start_x: 0,
-                        end_x: i + 1,
-                        alloc_row: None,
-                        free_row: Some(i),
-                        stream,
-                        kind: ElementKind::Allocation(Origin::UnmatchedFree),
-                        stack,
-                        pool,
-                    });
-                }
-            }
+            Action::SegmentAlloc | Action::SegmentMap => p.map(entry),
+            Action::SegmentFree | Action::SegmentUnmap => p.unmap(entry),
             _ => {}
         }
     }
-    // Segments of the file not live at the end of the trace existed before it.
-    let mut ghosts = Vec::new();
-    for seg in snap.segments.iter().filter(|s| s.device == device) {
-        let (s, e) = (
-            seg.address,
-            seg.address.saturating_add(seg.total_size_bytes),
-        );
-        let covered: u64 = live
-            .range(..e)
+    let ghosts = p.ghosts(snap, device, pools);
+    let mut warnings = Vec::new();
+    if p.untraced_unmaps > 0 {
+        warnings.push(format!(
+            "{} segment frees/unmaps of memory mapped before the trace",
+            p.untraced_unmaps
+        ));
+    }
+    // Remainders were appended after later allocs: restore start order (stable).
+    p.traced.sort_by_key(|e| e.start_x);
+    (order(ghosts, p.before, p.traced), warnings)
+}
+
+/// One segment entry of the trace: a range mapped or unmapped at device-local `event`.
+struct SegEntry {
+    event: u32,
+    addr: u64,
+    size: u64,
+    stream: u64,
+    stack: StackId,
+    pool: Option<u32>,
+}
+
+/// The Segments view's pairing as it walks the trace.
+struct SegmentPairing {
+    /// Events of the device.
+    n: u32,
+    /// Ranges mapped in the trace (and the remainders of partly unmapped ones), by event.
+    traced: Vec<Tmp>,
+    /// Memory unmapped in the trace that it never saw mapped.
+    before: Vec<Tmp>,
+    /// Live ranges by start address: (end address, element index in `traced`).
+    live: std::collections::BTreeMap<u64, (u64, usize)>,
+    /// Ranges seen so far at each address (upstream's `_N`).
+    versions: FxHashMap<u64, u32>,
+    untraced_unmaps: u64,
+}
+
+impl SegmentPairing {
+    fn new(n: u32) -> SegmentPairing {
+        SegmentPairing {
+            n,
+            traced: Vec::new(),
+            before: Vec::new(),
+            live: Default::default(),
+            versions: FxHashMap::default(),
+            untraced_unmaps: 0,
+        }
+    }
+
+    fn version(&self, addr: u64) -> u32 {
+        self.versions.get(&addr).copied().unwrap_or(0)
+    }
+
+    /// A live range `[addr, addr + size)` from `r.event` on, of `kind`.
+    fn open(
+        &mut self,
+        r: &SegEntry,
+        addr: u64,
+        size: u64,
+        kind: ElementKind,
+        alloc_row: Option<u32>,
+    ) {
+        self.live
+            .insert(addr, (addr.saturating_add(size), self.traced.len()));
+        self.traced.push(Tmp {
+            size,
+            addr,
+            version: self.version(addr),
+            start_x: r.event + 1,
+            end_x: self.n + 1,
+            alloc_row,
+            free_row: None,
+            stream: r.stream,
+            kind,
+            stack: r.stack,
+            pool: r.pool,
+        });
+    }
+
+    /// `segment_alloc` / `segment_map`.
+    fn map(&mut self, r: SegEntry) {
+        self.open(&r, r.addr, r.size, ElementKind::TRACED, Some(r.event));
+        *self.versions.entry(r.addr).or_insert(0) += 1;
+    }
+
+    /// `segment_free` / `segment_unmap`: every live range overlapping it ends here; the parts
+    /// outside it live on as remainders, and what no live range covered was mapped before the
+    /// trace.
+    fn unmap(&mut self, r: SegEntry) {
+        let (addr, end, i) = (r.addr, r.addr.saturating_add(r.size), r.event);
+        let overlapping: Vec<(u64, u64, usize)> = self
+            .live
+            .range(..end)
             .rev()
-            .take_while(|(_, (r_end, _))| *r_end > s)
-            .map(|(&rs, &(re, _))| re.min(e) - rs.max(s))
-            .sum();
-        if covered < seg.total_size_bytes {
-            ghosts.push(Tmp {
-                size: seg.total_size_bytes - covered,
-                addr: seg.address,
-                version: *versions.get(&seg.address).unwrap_or(&0),
+            .take_while(|(_, (e_end, _))| *e_end > addr)
+            .map(|(&s, &(e_end, idx))| (s, e_end, idx))
+            .collect();
+        let mut covered = 0u64;
+        for (s, e_end, idx) in overlapping {
+            self.live.remove(&s);
+            covered += e_end.min(end) - s.max(addr);
+            let Some(old) = self.traced.get_mut(idx) else {
+                continue;
+            };
+            old.end_x = i + 1;
+            old.free_row = Some(i);
+            let old = *old;
+            let rest = SegEntry {
+                stream: old.stream,
+                stack: old.stack,
+                pool: old.pool,
+                ..r
+            };
+            for (rs, re) in [(s, addr.min(e_end)), (end.max(s), e_end)] {
+                if re > rs {
+                    self.open(&rest, rs, re - rs, ElementKind::Remainder, old.alloc_row);
+                }
+            }
+        }
+        *self.versions.entry(addr).or_insert(0) += 1;
+        if covered < r.size {
+            self.untraced_unmaps += 1;
+            self.before.push(Tmp {
+                size: r.size - covered,
+                addr,
+                version: 0,
                 start_x: 0,
-                end_x: n + 1,
+                end_x: i + 1,
                 alloc_row: None,
-                free_row: None,
-                stream: seg.stream,
-                kind: ElementKind::Allocation(Origin::Untraced),
-                stack: seg.stack,
-                pool: pools.index(Some(seg.pool_id)),
+                free_row: Some(i),
+                stream: r.stream,
+                kind: ElementKind::Allocation(Origin::UnmatchedFree),
+                stack: r.stack,
+                pool: r.pool,
             });
         }
     }
-    // Remainders were appended after later allocs: restore start order (stable).
-    traced.sort_by_key(|e| e.start_x);
-    let mut warnings = Vec::new();
-    if untraced_unmaps > 0 {
-        warnings.push(format!(
-            "{untraced_unmaps} segment frees/unmaps of memory mapped before the trace"
-        ));
+
+    /// Segments of the file not live at the end of the trace existed before it.
+    fn ghosts(
+        &self,
+        snap: &Snapshot,
+        device: u32,
+        pools: &mut super::pools::PoolTable,
+    ) -> Vec<Tmp> {
+        let mut ghosts = Vec::new();
+        for seg in snap.segments.iter().filter(|s| s.device == device) {
+            let (s, e) = (
+                seg.address,
+                seg.address.saturating_add(seg.total_size_bytes),
+            );
+            let covered: u64 = self
+                .live
+                .range(..e)
+                .rev()
+                .take_while(|(_, (r_end, _))| *r_end > s)
+                .map(|(&rs, &(re, _))| re.min(e) - rs.max(s))
+                .sum();
+            if covered < seg.total_size_bytes {
+                ghosts.push(Tmp {
+                    size: seg.total_size_bytes - covered,
+                    addr: seg.address,
+                    version: self.version(seg.address),
+                    start_x: 0,
+                    end_x: self.n + 1,
+                    alloc_row: None,
+                    free_row: None,
+                    stream: seg.stream,
+                    kind: ElementKind::Allocation(Origin::Untraced),
+                    stack: seg.stack,
+                    pool: pools.index(Some(seg.pool_id)),
+                });
+            }
+        }
+        ghosts
     }
-    (order(ghosts, before, traced), warnings)
 }

@@ -19,7 +19,7 @@
 //! chain of elements ([`ElementKind::PoolEnvelope`]), one per stretch of constant height.
 
 use super::elements::{ElementKind, Elements, Tmp};
-use super::stacking::Stacked;
+use super::stacking::{end_lists, starts_at, PieceLog, Stacked};
 use super::tolerance::{piece_tolerance, PIECE_BUDGET};
 use crate::model::Snapshot;
 use crate::replay::Allocation;
@@ -144,18 +144,49 @@ struct PoolState {
 struct Sweep {
     slots: Vec<Slot>,
     pools: Vec<PoolState>,
+    /// The pool state of each (pool, stream), numbered in order of appearance.
+    pool_keys: FxHashMap<(u32, u64), u32>,
     /// Envelope elements made so far (ids follow the allocations').
     envelopes: Vec<Tmp>,
     n_alloc: u32,
-    /// (element, x, bottom) in emission order.
-    pieces: Vec<(u32, u32, f32)>,
+    /// Pieces in emission order (element ids before the final reordering).
+    pieces: PieceLog,
     over_budget: bool,
 }
 
 impl Sweep {
+    fn new(n_alloc: u32) -> Sweep {
+        Sweep {
+            slots: Vec::new(),
+            pools: Vec::new(),
+            pool_keys: FxHashMap::default(),
+            envelopes: Vec::new(),
+            n_alloc,
+            pieces: PieceLog::with_capacity(0),
+            over_budget: false,
+        }
+    }
+
+    /// The state of private pool `pool` on `stream`, made when first asked for.
+    fn pool_state(&mut self, pool: u32, stream: u64) -> u32 {
+        let pools = &mut self.pools;
+        *self.pool_keys.entry((pool, stream)).or_insert_with(|| {
+            pools.push(PoolState {
+                pool,
+                stream,
+                active: 0,
+                reserved: 0,
+                height: 0,
+                started: false,
+                env: NONE,
+            });
+            (pools.len() - 1) as u32
+        })
+    }
+
     fn piece(&mut self, e: u32, x: u32, y: u64, start: bool) {
         if start || !self.over_budget {
-            self.pieces.push((e, x, y as f32));
+            self.pieces.push(e, x, y);
             self.over_budget = self.pieces.len() >= PIECE_BUDGET;
         }
     }
@@ -284,234 +315,25 @@ pub(super) fn stack_allocated(
     table: &mut PoolTable,
 ) -> (Elements, Stacked) {
     let xs = n_events as usize + 1;
-    let n_alloc = el.len() as u32;
-    let mut sw = Sweep {
-        slots: Vec::new(),
-        pools: Vec::new(),
-        envelopes: Vec::new(),
-        n_alloc,
-        pieces: Vec::new(),
-        over_budget: false,
-    };
-    let mut by_key: FxHashMap<(u32, u64), u32> = FxHashMap::default();
-    let mut state_of = |sw: &mut Sweep, pool: u32, stream: u64| -> u32 {
-        *by_key.entry((pool, stream)).or_insert_with(|| {
-            sw.pools.push(PoolState {
-                pool,
-                stream,
-                active: 0,
-                reserved: 0,
-                height: 0,
-                started: false,
-                env: NONE,
-            });
-            (sw.pools.len() - 1) as u32
-        })
-    };
-    // Pool state of each allocation (`NONE`: ordinary stack).
-    let mut elem_pool = vec![NONE; el.len()];
-    for (e, k) in elem_pool.iter_mut().enumerate() {
-        let (Some(p), Some(&stream)) = (table.private(el.pool.get(e)), el.stream.get(e)) else {
-            continue;
-        };
-        {
-            *k = state_of(&mut sw, p, stream);
-        }
-    }
-    // Segment events of private pools, and the reserved bytes they must end at.
-    let rows = snap.device_rows(device);
-    let t = &snap.trace;
-    let mut seg_events: Vec<(u32, u32, i64)> = Vec::new();
-    let mut streams = t.stream.cursor();
-    for (i, r) in rows.clone().enumerate() {
-        let r = r as usize;
-        let (Some(&action), Some(&addr), Some(&size), Some(stream)) = (
-            t.action.get(r),
-            t.addr.get(r),
-            t.size_bytes.get(r),
-            streams.at(r),
-        ) else {
-            continue;
-        };
-        let sign = match action {
-            Action::SegmentAlloc | Action::SegmentMap => 1,
-            Action::SegmentFree | Action::SegmentUnmap => -1,
-            _ => continue,
-        };
-        let p = table.index(res.pool_of(addr, Some(i as u32)));
-        if let Some(p) = table.private(p) {
-            let k = state_of(&mut sw, p, stream);
-            seg_events.push((i as u32 + 1, k, sign * size.min(i64::MAX as u64) as i64));
-        }
-    }
-    let mut net: FxHashMap<u32, i64> = FxHashMap::default();
-    for &(_, k, d) in &seg_events {
-        *net.entry(k).or_insert(0) += d;
-    }
-    for seg in snap.segments.iter().filter(|s| s.device == device) {
-        let p = table.index(Some(seg.pool_id));
-        if let Some(p) = table.private(p) {
-            let k = state_of(&mut sw, p, seg.stream);
-            if let Some(ps) = sw.pools.get_mut(k as usize) {
-                ps.reserved = ps
-                    .reserved
-                    .saturating_add(seg.total_size_bytes.min(i64::MAX as u64) as i64);
-            }
-        }
-    }
-    for (k, ps) in sw.pools.iter_mut().enumerate() {
-        ps.reserved = ps
-            .reserved
-            .saturating_sub(net.get(&(k as u32)).copied().unwrap_or(0));
-    }
-    // What happens at each x.
-    let mut starts: Vec<Vec<u32>> = vec![Vec::new(); xs];
-    let mut ends: Vec<Vec<u32>> = vec![Vec::new(); xs];
-    for e in 0..el.len() {
-        let (Some(&s), Some(&en)) = (el.start_x.get(e), el.end_x.get(e)) else {
-            continue;
-        };
-        if en <= s {
-            continue;
-        }
-        if let Some(v) = starts.get_mut(s as usize) {
-            v.push(e as u32);
-        }
-        if let Some(v) = ends.get_mut(en as usize) {
-            v.push(e as u32);
-        }
-    }
+    let mut sw = Sweep::new(el.len() as u32);
+    let elem_pool = sw.elem_pools(&el, table);
+    let seg_events = sw.segment_events(snap, device, res, table);
+    sw.reserved_at_start(snap, device, table, &seg_events);
     let mut seg_at: Vec<Vec<(u32, i64)>> = vec![Vec::new(); xs];
     for (x, k, d) in seg_events {
         if let Some(v) = seg_at.get_mut(x as usize) {
             v.push((k, d));
         }
     }
-    let mut total = vec![0u64; xs];
-    // Pools holding memory before the trace are on the stack from the start.
-    for k in 0..sw.pools.len() as u32 {
-        if sw.pools.get(k as usize).is_some_and(|p| p.reserved > 0) {
-            sw.start_pool(k, 0);
-            if let Some(li) = sw.resize(k, 0) {
-                sw.relayout(li, 0);
-            }
-        }
-    }
-    for x in 0..xs {
-        let xu = x as u32;
-        for &e in ends.get(x).map(Vec::as_slice).unwrap_or(&[]) {
-            let Some(i) = sw.find(Tag::Elem, e) else {
-                continue;
-            };
-            sw.slots.remove(i);
-            let k = elem_pool.get(e as usize).copied().unwrap_or(NONE);
-            if let Some(p) = sw.pools.get_mut(k as usize) {
-                p.active = p
-                    .active
-                    .saturating_sub(el.size_bytes.get(e as usize).copied().unwrap_or(0));
-                sw.resize(k, xu);
-            }
-            // The freed slot was below (or is) everything that moves.
-            sw.relayout(i, xu);
-        }
-        for &(k, d) in seg_at.get(x).map(Vec::as_slice).unwrap_or(&[]) {
-            if let Some(p) = sw.pools.get_mut(k as usize) {
-                p.reserved = p.reserved.saturating_add(d);
-                if !p.started {
-                    sw.start_pool(k, xu);
-                }
-                if let Some(li) = sw.resize(k, xu) {
-                    sw.relayout(li, xu);
-                }
-            }
-        }
-        for &e in starts.get(x).map(Vec::as_slice).unwrap_or(&[]) {
-            let size = el.size_bytes.get(e as usize).copied().unwrap_or(0);
-            let k = elem_pool.get(e as usize).copied().unwrap_or(NONE);
-            if k == NONE {
-                sw.push(Tag::Elem, e, size, size, xu);
-                continue;
-            }
-            if !sw.pools.get(k as usize).is_some_and(|p| p.started) {
-                sw.start_pool(k, xu);
-            }
-            let Some(li) = sw.find(Tag::PoolSlack(k), NONE) else {
-                continue;
-            };
-            let y = sw.slots.get(li).map(|s| s.y).unwrap_or(0);
-            sw.slots.insert(
-                li,
-                Slot {
-                    tag: Tag::Elem,
-                    e,
-                    y,
-                    last: y,
-                    size,
-                    band: size,
-                },
-            );
-            sw.piece(e, xu, y, true);
-            if let Some(p) = sw.pools.get_mut(k as usize) {
-                p.active = p.active.saturating_add(size);
-            }
-            if let Some(li) = sw.resize(k, xu) {
-                sw.relayout(li, xu);
-            }
-        }
-        if let Some(t) = total.get_mut(x) {
-            *t = sw.top();
-        }
-    }
+    let total = sw.run(&el, &elem_pool, &seg_at);
     // Envelopes still open last to the end; then all elements by start (stable).
     let mut rows_all: Vec<Tmp> = (0..el.len()).filter_map(|e| el.row(e)).collect();
     for mut t in sw.envelopes.drain(..) {
         t.end_x = t.end_x.min(xs as u32);
         rows_all.push(t);
     }
-    let mut order: Vec<u32> = (0..rows_all.len() as u32).collect();
-    order.sort_by_key(|&i| rows_all.get(i as usize).map(|t| t.start_x).unwrap_or(0));
-    let mut new_id = vec![0u32; order.len()];
-    let mut out = Elements::default();
-    for (n, &old) in order.iter().enumerate() {
-        if let (Some(t), Some(slot)) = (rows_all.get(old as usize), new_id.get_mut(old as usize)) {
-            out.push(*t);
-            *slot = n as u32;
-        }
-    }
-    // Group the pieces by (new) element, keeping time order.
-    let n_el = out.len();
-    let mut start = vec![0u32; n_el + 1];
-    for &(e, _, _) in &sw.pieces {
-        if let Some(c) = new_id
-            .get(e as usize)
-            .and_then(|&n| start.get_mut(n as usize + 1))
-        {
-            *c += 1;
-        }
-    }
-    for i in 0..n_el {
-        let prev = start.get(i).copied().unwrap_or(0);
-        if let Some(c) = start.get_mut(i + 1) {
-            *c += prev;
-        }
-    }
-    let mut fill = start.clone();
-    let n_pieces = start.last().copied().unwrap_or(0) as usize;
-    let (mut t0, mut y0) = (vec![0u32; n_pieces], vec![0f32; n_pieces]);
-    for &(e, x, y) in &sw.pieces {
-        let Some(f) = new_id
-            .get(e as usize)
-            .and_then(|&n| fill.get_mut(n as usize))
-        else {
-            continue;
-        };
-        let d = *f as usize;
-        *f += 1;
-        if let (Some(a), Some(b)) = (t0.get_mut(d), y0.get_mut(d)) {
-            *a = x;
-            *b = y;
-        }
-    }
+    let (out, new_id) = by_start(rows_all);
+    let (start, t0, y0) = sw.pieces.renumber(&new_id).by_element(out.len());
     let mut warnings = Vec::new();
     if sw.over_budget {
         warnings.push(format!(
@@ -526,4 +348,195 @@ pub(super) fn stack_allocated(
         warnings,
     };
     (out, stacked)
+}
+
+/// `rows` ordered by start (stable), and the new id of each old one.
+fn by_start(rows: Vec<Tmp>) -> (Elements, Vec<u32>) {
+    let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+    order.sort_by_key(|&i| rows.get(i as usize).map(|t| t.start_x).unwrap_or(0));
+    let mut new_id = vec![0u32; order.len()];
+    let mut out = Elements::default();
+    for (n, &old) in order.iter().enumerate() {
+        if let (Some(t), Some(slot)) = (rows.get(old as usize), new_id.get_mut(old as usize)) {
+            out.push(*t);
+            *slot = n as u32;
+        }
+    }
+    (out, new_id)
+}
+
+impl Sweep {
+    /// The pool state of each allocation (`NONE`: the ordinary stack).
+    fn elem_pools(&mut self, el: &Elements, table: &PoolTable) -> Vec<u32> {
+        let mut elem_pool = vec![NONE; el.len()];
+        for (e, k) in elem_pool.iter_mut().enumerate() {
+            if let (Some(p), Some(&stream)) = (table.private(el.pool.get(e)), el.stream.get(e)) {
+                *k = self.pool_state(p, stream);
+            }
+        }
+        elem_pool
+    }
+
+    /// Segment events of private pools: (x, pool state, signed bytes).
+    fn segment_events(
+        &mut self,
+        snap: &Snapshot,
+        device: u32,
+        res: &PoolResolver,
+        table: &mut PoolTable,
+    ) -> Vec<(u32, u32, i64)> {
+        let t = &snap.trace;
+        let mut seg_events = Vec::new();
+        let mut streams = t.stream.cursor();
+        for (i, r) in snap.device_rows(device).enumerate() {
+            let r = r as usize;
+            let (Some(&action), Some(&addr), Some(&size), Some(stream)) = (
+                t.action.get(r),
+                t.addr.get(r),
+                t.size_bytes.get(r),
+                streams.at(r),
+            ) else {
+                continue;
+            };
+            let sign = match action {
+                Action::SegmentAlloc | Action::SegmentMap => 1,
+                Action::SegmentFree | Action::SegmentUnmap => -1,
+                _ => continue,
+            };
+            let p = table.index(res.pool_of(addr, Some(i as u32)));
+            if let Some(p) = table.private(p) {
+                let k = self.pool_state(p, stream);
+                seg_events.push((i as u32 + 1, k, sign * size.min(i64::MAX as u64) as i64));
+            }
+        }
+        seg_events
+    }
+
+    /// Each pool's reserved bytes before the trace: its segments in the snapshot less the net
+    /// of its segment events. Pools holding memory then are on the stack from the start.
+    fn reserved_at_start(
+        &mut self,
+        snap: &Snapshot,
+        device: u32,
+        table: &mut PoolTable,
+        seg_events: &[(u32, u32, i64)],
+    ) {
+        let mut net: FxHashMap<u32, i64> = FxHashMap::default();
+        for &(_, k, d) in seg_events {
+            *net.entry(k).or_insert(0) += d;
+        }
+        for seg in snap.segments.iter().filter(|s| s.device == device) {
+            let p = table.index(Some(seg.pool_id));
+            if let Some(p) = table.private(p) {
+                let k = self.pool_state(p, seg.stream);
+                if let Some(ps) = self.pools.get_mut(k as usize) {
+                    ps.reserved = ps
+                        .reserved
+                        .saturating_add(seg.total_size_bytes.min(i64::MAX as u64) as i64);
+                }
+            }
+        }
+        for (k, ps) in self.pools.iter_mut().enumerate() {
+            ps.reserved = ps
+                .reserved
+                .saturating_sub(net.get(&(k as u32)).copied().unwrap_or(0));
+        }
+        for k in 0..self.pools.len() as u32 {
+            if self.pools.get(k as usize).is_some_and(|p| p.reserved > 0) {
+                self.start_pool(k, 0);
+                if let Some(li) = self.resize(k, 0) {
+                    self.relayout(li, 0);
+                }
+            }
+        }
+    }
+
+    /// The sweep over x: at each x the frees, then the pools' segment events, then the allocs.
+    /// Returns the live total at each x.
+    fn run(&mut self, el: &Elements, elem_pool: &[u32], seg_at: &[Vec<(u32, i64)>]) -> Vec<u64> {
+        let xs = seg_at.len();
+        let (end_head, end_next) = end_lists(el, xs);
+        let mut next_start = 0usize;
+        let mut total = vec![0u64; xs];
+        for (x, tot) in total.iter_mut().enumerate() {
+            let xu = x as u32;
+            let mut e = end_head.get(x).copied().unwrap_or(NONE);
+            while e != NONE {
+                self.end(e, el, elem_pool, xu);
+                e = end_next.get(e as usize).copied().unwrap_or(NONE);
+            }
+            for &(k, d) in seg_at.get(x).map(Vec::as_slice).unwrap_or(&[]) {
+                self.segment(k, d, xu);
+            }
+            for (e, size) in starts_at(el, &mut next_start, x) {
+                self.start(e, size, elem_pool, xu);
+            }
+            *tot = self.top();
+        }
+        total
+    }
+
+    /// Allocation `e` is freed at `x`.
+    fn end(&mut self, e: u32, el: &Elements, elem_pool: &[u32], x: u32) {
+        let Some(i) = self.find(Tag::Elem, e) else {
+            return;
+        };
+        self.slots.remove(i);
+        let k = elem_pool.get(e as usize).copied().unwrap_or(NONE);
+        if let Some(p) = self.pools.get_mut(k as usize) {
+            p.active = p
+                .active
+                .saturating_sub(el.size_bytes.get(e as usize).copied().unwrap_or(0));
+            self.resize(k, x);
+        }
+        // The freed slot was below (or is) everything that moves.
+        self.relayout(i, x);
+    }
+
+    /// Pool state `k` maps (`d > 0`) or unmaps `d` bytes at `x`.
+    fn segment(&mut self, k: u32, d: i64, x: u32) {
+        let Some(p) = self.pools.get_mut(k as usize) else {
+            return;
+        };
+        p.reserved = p.reserved.saturating_add(d);
+        if !p.started {
+            self.start_pool(k, x);
+        }
+        if let Some(li) = self.resize(k, x) {
+            self.relayout(li, x);
+        }
+    }
+
+    /// Allocation `e` of `size` bytes is made at `x`: on top of the stack, or on top of its
+    /// private pool's allocations inside the envelope.
+    fn start(&mut self, e: u32, size: u64, elem_pool: &[u32], x: u32) {
+        let k = elem_pool.get(e as usize).copied().unwrap_or(NONE);
+        if k == NONE {
+            self.push(Tag::Elem, e, size, size, x);
+            return;
+        }
+        if !self.pools.get(k as usize).is_some_and(|p| p.started) {
+            self.start_pool(k, x);
+        }
+        let Some(li) = self.find(Tag::PoolSlack(k), NONE) else {
+            return;
+        };
+        let y = self.slots.get(li).map(|s| s.y).unwrap_or(0);
+        let slot = Slot {
+            tag: Tag::Elem,
+            e,
+            y,
+            last: y,
+            size,
+            band: size,
+        };
+        self.slots.insert(li, slot);
+        self.piece(e, x, y, true);
+        if let Some(p) = self.pools.get_mut(k as usize) {
+            p.active = p.active.saturating_add(size);
+        }
+        if let Some(li) = self.resize(k, x) {
+            self.relayout(li, x);
+        }
+    }
 }

@@ -139,7 +139,7 @@ pub(super) fn sweep_walk(
 
 /// The elements (id, size) starting at `x` and alive for at least one event, taken from
 /// `next` on (elements are in start order).
-fn starts_at<'a>(
+pub(super) fn starts_at<'a>(
     el: &'a Elements,
     next: &'a mut usize,
     x: usize,
@@ -200,6 +200,24 @@ impl PieceLog {
         self.e.push(e);
         self.x.push(x);
         self.y.push(y as f32);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.e.len()
+    }
+
+    /// Gives every piece of element `e` to element `new_id[e]` (after the elements are
+    /// reordered); a piece of an element `new_id` does not name is dropped.
+    pub(super) fn renumber(self, new_id: &[u32]) -> PieceLog {
+        let mut out = PieceLog::with_capacity(self.len());
+        for ((&e, &x), &y) in self.e.iter().zip(&self.x).zip(&self.y) {
+            if let Some(&n) = new_id.get(e as usize) {
+                out.e.push(n);
+                out.x.push(x);
+                out.y.push(y);
+            }
+        }
+        out
     }
 
     /// A counting sort by element (x order kept within one): `(piece_start, piece_t0, piece_y0)`.
