@@ -169,6 +169,25 @@ impl Parser {
         }
     }
 
+    /// Positional word `i` of `command`, or the error naming `what` is missing.
+    fn arg<'p>(
+        &self,
+        command: &str,
+        pos: &'p [String],
+        i: usize,
+        what: &'static str,
+    ) -> Result<&'p String, FixtureError> {
+        pos.get(i).ok_or_else(|| self.missing(command, what))
+    }
+
+    /// `device=` if given, else the current device.
+    fn device_opt(&self, o: &mut Opts) -> Result<u32, FixtureError> {
+        match o.take("device") {
+            Some(d) => self.device_num(&d),
+            None => Ok(self.device),
+        }
+    }
+
     fn command(&mut self, mut toks: Vec<Tok>) -> Result<(), FixtureError> {
         if toks.is_empty() {
             return Ok(());
@@ -182,179 +201,169 @@ impl Parser {
         }
         let cmd = head.val.as_str();
         match cmd {
-            "protocol" => {
+            "protocol" | "form" | "legacy" | "no_time_us" | "devices" | "device" | "clock"
+            | "stack" | "setting" => {
                 let (pos, _) = self.split(cmd, toks, &[])?;
-                let p = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "a number 2..5"))?;
-                let n = parse_int(p)
-                    .filter(|n| (2..=5).contains(n))
-                    .ok_or_else(|| self.err_bad("protocol (2..5)", p))?;
-                self.fx.options.protocol = n as u8;
-                self.no_more(cmd, &pos, 1)
+                let used = self.directive(cmd, &pos)?;
+                self.no_more(cmd, &pos, used)
             }
-            "form" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                let f = pos.first().ok_or_else(|| {
-                    self.missing(cmd, "snapshot|segments|json|trace_plot|segment_plot")
-                })?;
-                self.fx.options.form = Form::parse(f).ok_or_else(|| self.err_bad("form", f))?;
-                self.no_more(cmd, &pos, 1)
-            }
-            "legacy" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                self.fx.options.legacy = true;
-                self.fx.options.time_us = false;
-                self.no_more(cmd, &pos, 0)
-            }
-            "no_time_us" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                self.fx.options.time_us = false;
-                self.no_more(cmd, &pos, 0)
-            }
-            "devices" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                let n = pos.first().ok_or_else(|| self.missing(cmd, "a count"))?;
-                self.fx.options.devices = Some(self.device_num(n)?);
-                self.no_more(cmd, &pos, 1)
-            }
-            "device" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                let n = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "a device number"))?;
-                self.device = self.device_num(n)?;
-                self.no_more(cmd, &pos, 1)
-            }
-            "clock" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                let t = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "a start time in µs"))?;
-                self.clock = self.int(t, "time")?;
-                if let Some(s) = pos.get(1) {
-                    self.step = self.int(s, "clock step")?;
-                }
-                self.no_more(cmd, &pos, 2)
-            }
-            "stack" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                let name = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "a name"))?
-                    .clone();
-                let frames = pos
-                    .get(1)
-                    .ok_or_else(|| self.missing(cmd, "frames"))?
-                    .clone();
-                let id = self.stack(&frames)?;
-                self.named_stacks.insert(name, id);
-                self.no_more(cmd, &pos, 2)
-            }
-            "setting" => {
-                let (pos, _) = self.split(cmd, toks, &[])?;
-                let k = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "a key"))?
-                    .clone();
-                let v = pos.get(1).ok_or_else(|| self.missing(cmd, "a value"))?;
-                self.fx.settings.push((k, parse_scalar(v)));
-                self.no_more(cmd, &pos, 2)
-            }
-            "region" => {
-                let (pos, mut o) = self.split(cmd, toks, &["time", "device"])?;
-                let stage = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "START or END"))?
-                    .clone();
-                let name = pos
-                    .get(1)
-                    .ok_or_else(|| self.missing(cmd, "a name"))?
-                    .clone();
-                let device = match o.take("device") {
-                    Some(d) => self.device_num(&d)?,
-                    None => self.device,
-                };
-                let time_us = self.tick(o.take("time"))?;
-                self.fx.regions.push(Region {
-                    stage,
-                    name,
-                    device,
-                    time_us,
-                });
-                self.no_more(cmd, &pos, 2)
-            }
+            "region" => self.region(toks),
             "segment" => self.segment(toks),
             "block" => self.block(toks),
             "alloc" => self.alloc(toks),
             "free" | "free_requested" | "free_completed" => self.free(cmd, toks),
             "segment_alloc" | "segment_free" | "segment_map" | "segment_unmap" => {
-                let (pos, o) = self.split(cmd, toks, EVENT_OPTS)?;
-                let addr = self.uint(
-                    pos.first().ok_or_else(|| self.missing(cmd, "an address"))?,
-                    "address",
-                )?;
-                let size = self.size(pos.get(1).ok_or_else(|| self.missing(cmd, "a size"))?)?;
-                self.no_more(cmd, &pos, 2)?;
-                self.event(cmd, addr, size, None, o)
+                self.segment_event(cmd, toks)
             }
-            "oom" => {
-                let (pos, mut o) =
-                    self.split(cmd, toks, &[EVENT_OPTS, &["device_free"]].concat())?;
-                let size = self.size(pos.first().ok_or_else(|| self.missing(cmd, "a size"))?)?;
-                let free = o
-                    .take("device_free")
-                    .ok_or_else(|| self.missing(cmd, "device_free="))?;
-                let free = self.size(&free)?;
-                self.no_more(cmd, &pos, 1)?;
-                self.event(cmd, 0, size, Some(free), o)
-            }
+            "oom" => self.oom(toks),
             "snapshot" => {
                 let (pos, o) = self.split(cmd, toks, EVENT_OPTS)?;
                 self.no_more(cmd, &pos, 0)?;
                 self.event(cmd, 0, 0, None, o)
             }
-            "annotate" => {
-                let (pos, mut o) = self.split(cmd, toks, EVENT_OPTS)?;
-                let target = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "an allocation name or address"))?;
-                let text = pos
-                    .get(1)
-                    .ok_or_else(|| self.missing(cmd, "the annotation text"))?
-                    .clone();
-                self.no_more(cmd, &pos, 2)?;
-                let (addr, size) = match self.live.get(target.as_str()) {
-                    Some(l) => (l.addr, l.size),
-                    None => (self.uint(target, "address")?, 0),
-                };
-                if o.items.iter().all(|(k, _)| k != "meta") {
-                    o.items.push(("meta".into(), text));
-                }
-                self.event(cmd, addr, size, None, o)
-            }
-            "event" => {
-                let (pos, o) = self.split(cmd, toks, EVENT_OPTS)?;
-                let action = pos
-                    .first()
-                    .ok_or_else(|| self.missing(cmd, "an action name"))?
-                    .clone();
-                let addr = match pos.get(1) {
-                    Some(a) => self.uint(a, "address")?,
-                    None => 0,
-                };
-                let size = match pos.get(2) {
-                    Some(s) => self.size(s)?,
-                    None => 0,
-                };
-                self.no_more(cmd, &pos, 3)?;
-                self.event(&action, addr, size, None, o)
-            }
+            "annotate" => self.annotate(toks),
+            "event" => self.any_event(toks),
             _ => Err(FixtureError::UnknownCommand {
                 line: self.line,
                 word: cmd.to_string(),
             }),
         }
+    }
+
+    /// A directive without options (options, the device, the clock, a named stack, a
+    /// setting). Returns how many positional words it takes.
+    fn directive(&mut self, cmd: &str, pos: &[String]) -> Result<usize, FixtureError> {
+        match cmd {
+            "protocol" => {
+                let p = self.arg(cmd, pos, 0, "a number 2..5")?;
+                let n = parse_int(p)
+                    .filter(|n| (2..=5).contains(n))
+                    .ok_or_else(|| self.err_bad("protocol (2..5)", p))?;
+                self.fx.options.protocol = n as u8;
+                Ok(1)
+            }
+            "form" => {
+                let f = self.arg(
+                    cmd,
+                    pos,
+                    0,
+                    "snapshot|segments|json|trace_plot|segment_plot",
+                )?;
+                self.fx.options.form = Form::parse(f).ok_or_else(|| self.err_bad("form", f))?;
+                Ok(1)
+            }
+            "legacy" => {
+                self.fx.options.legacy = true;
+                self.fx.options.time_us = false;
+                Ok(0)
+            }
+            "no_time_us" => {
+                self.fx.options.time_us = false;
+                Ok(0)
+            }
+            "devices" => {
+                let n = self.arg(cmd, pos, 0, "a count")?;
+                self.fx.options.devices = Some(self.device_num(n)?);
+                Ok(1)
+            }
+            "device" => {
+                self.device = self.device_num(self.arg(cmd, pos, 0, "a device number")?)?;
+                Ok(1)
+            }
+            "clock" => {
+                self.clock = self.int(self.arg(cmd, pos, 0, "a start time in µs")?, "time")?;
+                if let Some(s) = pos.get(1) {
+                    self.step = self.int(s, "clock step")?;
+                }
+                Ok(2)
+            }
+            "stack" => {
+                let name = self.arg(cmd, pos, 0, "a name")?.clone();
+                let frames = self.arg(cmd, pos, 1, "frames")?;
+                let id = self.stack(frames)?;
+                self.named_stacks.insert(name, id);
+                Ok(2)
+            }
+            _ => {
+                let k = self.arg(cmd, pos, 0, "a key")?.clone();
+                let v = self.arg(cmd, pos, 1, "a value")?;
+                self.fx.settings.push((k, parse_scalar(v)));
+                Ok(2)
+            }
+        }
+    }
+
+    /// `region START|END NAME [time=] [device=]`.
+    fn region(&mut self, toks: Vec<Tok>) -> Result<(), FixtureError> {
+        let cmd = "region";
+        let (pos, mut o) = self.split(cmd, toks, &["time", "device"])?;
+        let stage = self.arg(cmd, &pos, 0, "START or END")?.clone();
+        let name = self.arg(cmd, &pos, 1, "a name")?.clone();
+        let device = self.device_opt(&mut o)?;
+        let time_us = self.tick(o.take("time"))?;
+        self.fx.regions.push(Region {
+            stage,
+            name,
+            device,
+            time_us,
+        });
+        self.no_more(cmd, &pos, 2)
+    }
+
+    /// `segment_alloc|segment_free|segment_map|segment_unmap ADDR SIZE`.
+    fn segment_event(&mut self, cmd: &str, toks: Vec<Tok>) -> Result<(), FixtureError> {
+        let (pos, o) = self.split(cmd, toks, EVENT_OPTS)?;
+        let addr = self.uint(self.arg(cmd, &pos, 0, "an address")?, "address")?;
+        let size = self.size(self.arg(cmd, &pos, 1, "a size")?)?;
+        self.no_more(cmd, &pos, 2)?;
+        self.event(cmd, addr, size, None, o)
+    }
+
+    /// `oom SIZE device_free=SIZE`.
+    fn oom(&mut self, toks: Vec<Tok>) -> Result<(), FixtureError> {
+        let cmd = "oom";
+        let (pos, mut o) = self.split(cmd, toks, &[EVENT_OPTS, &["device_free"]].concat())?;
+        let size = self.size(self.arg(cmd, &pos, 0, "a size")?)?;
+        let free = o
+            .take("device_free")
+            .ok_or_else(|| self.missing(cmd, "device_free="))?;
+        let free = self.size(&free)?;
+        self.no_more(cmd, &pos, 1)?;
+        self.event(cmd, 0, size, Some(free), o)
+    }
+
+    /// `annotate NAME|ADDR TEXT`: an annotation entry on a named allocation or an address.
+    fn annotate(&mut self, toks: Vec<Tok>) -> Result<(), FixtureError> {
+        let cmd = "annotate";
+        let (pos, mut o) = self.split(cmd, toks, EVENT_OPTS)?;
+        let target = self.arg(cmd, &pos, 0, "an allocation name or address")?;
+        let text = self.arg(cmd, &pos, 1, "the annotation text")?.clone();
+        self.no_more(cmd, &pos, 2)?;
+        let (addr, size) = match self.live.get(target.as_str()) {
+            Some(l) => (l.addr, l.size),
+            None => (self.uint(target, "address")?, 0),
+        };
+        if o.items.iter().all(|(k, _)| k != "meta") {
+            o.items.push(("meta".into(), text));
+        }
+        self.event(cmd, addr, size, None, o)
+    }
+
+    /// `event ACTION [ADDR [SIZE]]`: any action, by name.
+    fn any_event(&mut self, toks: Vec<Tok>) -> Result<(), FixtureError> {
+        let cmd = "event";
+        let (pos, o) = self.split(cmd, toks, EVENT_OPTS)?;
+        let action = self.arg(cmd, &pos, 0, "an action name")?.clone();
+        let addr = match pos.get(1) {
+            Some(a) => self.uint(a, "address")?,
+            None => 0,
+        };
+        let size = match pos.get(2) {
+            Some(s) => self.size(s)?,
+            None => 0,
+        };
+        self.no_more(cmd, &pos, 3)?;
+        self.event(&action, addr, size, None, o)
     }
 
     /// The time of the next trace entry: `time=` if given, else the clock; the clock moves on.
@@ -389,10 +398,7 @@ impl Parser {
                 }
             }
         }
-        let device = match o.take("device") {
-            Some(d) => self.device_num(&d)?,
-            None => self.device,
-        };
+        let device = self.device_opt(&mut o)?;
         let stream = match o.take("stream") {
             Some(s) => self.uint(&s, "stream")?,
             None => 0,
@@ -512,10 +518,7 @@ impl Parser {
             Some((_, f)) => Some(self.stack(&f.clone())?),
             None => None,
         };
-        let device = match o.take("device") {
-            Some(d) => self.device_num(&d)?,
-            None => self.device,
-        };
+        let device = self.device_opt(&mut o)?;
         let stream = match o.items.iter().find(|(k, _)| k == "stream") {
             Some((_, s)) => self.uint(&s.clone(), "stream")?,
             None => 0,
@@ -620,10 +623,7 @@ impl Parser {
             Some(s) => self.uint(&s, "stream")?,
             None => 0,
         };
-        let device = match o.take("device") {
-            Some(d) => self.device_num(&d)?,
-            None => self.device,
-        };
+        let device = self.device_opt(&mut o)?;
         let time_us = Some(self.tick(o.take("time"))?);
         let frames = match o.take("frames") {
             Some(f) => Some(self.stack(&f)?),
