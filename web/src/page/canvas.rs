@@ -135,43 +135,6 @@ pub(crate) fn prepare(canvas: &HtmlCanvasElement) -> Option<(CanvasRenderingCont
     Some((ctx, w, h))
 }
 
-/// The canvases' native listeners: a non-passive `wheel` (so that zooming does not scroll the
-/// page) calling `on_wheel`, and a `ResizeObserver` that bumps `resize_tick` whenever the box
-/// changes size (window resize, panels appearing). Returns what removes them again.
-pub(crate) fn listen_wheel_and_resize(
-    c: &HtmlCanvasElement,
-    on_wheel: impl FnMut(web_sys::WheelEvent) + 'static,
-    resize_tick: yew::UseStateHandle<u32>,
-) -> Vec<Box<dyn FnOnce()>> {
-    use wasm_bindgen::closure::Closure;
-    let mut cleanup: Vec<Box<dyn FnOnce()>> = Vec::new();
-    let mut on_wheel = on_wheel;
-    let wheel = gloo_events::EventListener::new_with_options(
-        c,
-        "wheel",
-        gloo_events::EventListenerOptions::enable_prevent_default(),
-        move |e| {
-            if let Some(e) = e.dyn_ref::<web_sys::WheelEvent>() {
-                on_wheel(e.clone());
-            }
-        },
-    );
-    cleanup.push(Box::new(move || drop(wheel)));
-    let mut n = 0u32;
-    let onresize = Closure::<dyn FnMut()>::new(move || {
-        n += 1;
-        resize_tick.set(n);
-    });
-    if let Ok(obs) = web_sys::ResizeObserver::new(onresize.as_ref().unchecked_ref()) {
-        obs.observe(c);
-        cleanup.push(Box::new(move || {
-            obs.disconnect();
-            drop(onresize);
-        }));
-    }
-    cleanup
-}
-
 /// Draws `layout` once on a canvas out of view, then removes it: run on the worker's warm-up
 /// layout while the page waits for a file, so that the drawing code is compiled (wasm is compiled
 /// lazily, function by function) and optimized before the user's first timeline.

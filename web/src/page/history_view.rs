@@ -9,6 +9,9 @@ use crate::page::bridge::Bridge;
 use crate::page::event_list::{EventList, ROW_PX};
 use crate::page::history_canvas::{self, Hit, MapGeometry, Marks, Transform};
 use crate::page::panels::{metric_title, StackPanel};
+use crate::page::pointer::{
+    set_hover, use_canvas_listeners, use_press, wheel_zoom, DragAxes, PressCell,
+};
 use crate::wire::clock::now_ms;
 use crate::wire::history::{format_size, EventColumns, Shared, StateFrame};
 use memlens_core::layout::axis::format_bytes;
@@ -16,7 +19,7 @@ use memlens_core::model::glossary::{definition, RESERVED_MINUS_ALLOCATED};
 use memlens_core::model::BlockState;
 use memlens_core::state::{OomNumbers, StateNumbers};
 use memlens_core::trace::Action as TraceAction;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -151,12 +154,6 @@ struct Live {
     geometry: Option<MapGeometry>,
     transform: Transform,
     on_transform: Callback<Transform>,
-}
-
-struct Drag {
-    start: (f64, f64),
-    start_t: Transform,
-    moved: bool,
 }
 
 fn metric(key: &'static str, name: &'static str, v: u64) -> Html {
@@ -347,20 +344,16 @@ fn tooltip_text(f: &StateFrame, hit: &Hit) -> String {
     }
 }
 
+type SharedLive = Rc<RefCell<Live>>;
+
 #[function_component(StateView)]
 pub fn state_view(p: &Props) -> Html {
     let root = use_node_ref();
     let canvas = use_node_ref();
     let list_ref = use_node_ref();
-    let time_ref = use_node_ref();
     let transform = use_state(Transform::default);
     let hover = use_state(|| None::<(Hit, f64, f64)>);
-    let time_error = use_state(|| false);
-    let drag = use_mut_ref(|| None::<Drag>);
-    let resize_tick = use_state(|| 0u32);
-    let mounted_ms = use_state(now_ms);
-    let bytes_per_row = use_state(|| 0u64);
-    let switch_done = use_mut_ref(|| false);
+    let press = use_press::<Transform>(DragAxes::XY);
     let on_transform = {
         let t = transform.clone();
         Callback::from(move |x: Transform| t.set(x))
@@ -377,118 +370,203 @@ pub fn state_view(p: &Props) -> Html {
         l.transform = *transform;
         l.on_transform = on_transform.clone();
     }
+    // Wheel: zoom around the pointer, without scrolling the page.
+    let resize_tick = use_canvas_listeners(&canvas, {
+        let live = live.clone();
+        move |e: WheelEvent| {
+            e.prevent_default();
+            let l = live.borrow();
+            l.on_transform
+                .emit(l.transform.zoom_at(e.offset_x() as f64, wheel_zoom(&e)));
+        }
+    });
     let n = p.events.as_ref().map_or(0, |e| e.len());
     let shown = p.event.or_else(|| p.frame.as_ref().and_then(|f| f.event));
-    let wanted = Some(p.event.unwrap_or(u32::MAX));
-    let event_addr = p.events.as_ref().zip(shown).and_then(|(ev, i)| {
-        matches!(
-            ev.action(i as usize),
-            TraceAction::Alloc | TraceAction::FreeRequested | TraceAction::FreeCompleted
-        )
-        .then(|| ev.addr.get(i as usize).copied())
-        .flatten()
+    let marks = Marks {
+        pinned: p.pinned_addr,
+        event_addr: event_addr(p.events.as_ref(), shown),
+        hovered: hover.as_ref().and_then(|(h, _, _)| h.block),
+    };
+    let bytes_per_row = use_map_drawing(MapDrawing {
+        p,
+        canvas: &canvas,
+        root: &root,
+        live: &live,
+        transform: *transform,
+        marks,
+        resize_tick,
     });
-    let hovered_block = hover.as_ref().and_then(|(h, _, _)| h.block);
+    use_focus_on_open(&root);
+    let mouse = map_mouse(p, &live, &press, &hover, &transform);
+    let onkeydown = entry_keys(p, n, shown, &list_ref, &transform, &canvas);
+    let numbers = p
+        .frame
+        .as_ref()
+        .and_then(|f| f.numbers.as_ref().map(|n| numbers_html(n, f.event)));
+    let warnings = p
+        .events
+        .as_ref()
+        .map(|e| e.meta.warnings.join("; "))
+        .unwrap_or_default();
+    let list = match &p.events {
+        Some(e) => {
+            html! { <EventList events={e.clone()} selected={shown} on_select={p.on_event.clone()} list_ref={list_ref.clone()} /> }
+        }
+        None => {
+            html! { <div class="event-list muted" ref={list_ref.clone()}>{ "Reading the trace…" }</div> }
+        }
+    };
+    html! {
+        <div class="state-view" ref={root} tabindex="0" {onkeydown} data-testid="state-view"
+            data-event={shown.map(|e| e.to_string())} data-events={n.to_string()}>
+            <StateBar events={p.events.clone()} {shown} on_event={p.on_event.clone()}
+                on_live_memory={p.on_live_memory.clone()} />
+            { for numbers }
+            if !warnings.is_empty() { <p class="muted small">{ format!("Reconstruction: {warnings}") }</p> }
+            <div class="state-main">
+                { list }
+                <div class="state-map">
+                    { legend(p.frame.is_none(), bytes_per_row) }
+                    <div class="plot">
+                        <canvas ref={canvas} class="plot-canvas state-canvas" data-testid="state-canvas"
+                            onmousedown={mouse.down} onmousemove={mouse.moved} onmouseup={mouse.up}
+                            onmouseleave={mouse.leave} ondblclick={mouse.double} />
+                        { for p.frame.as_ref().and_then(|f| f.numbers.as_ref()).and_then(oom_html) }
+                        { map_tooltip(hover.as_ref(), p.frame.as_ref()) }
+                    </div>
+                </div>
+            </div>
+        </div>
+    }
+}
 
-    // Draw when the state, zoom, marks or size change.
-    {
-        let (canvas, root, live, switch_done, mounted_ms, bytes_per_row) = (
-            canvas.clone(),
-            root.clone(),
-            live.clone(),
-            switch_done.clone(),
-            *mounted_ms,
-            bytes_per_row.clone(),
-        );
-        let marks = Marks {
-            pinned: p.pinned_addr,
-            event_addr,
-            hovered: hovered_block,
+/// The address of the entry shown, when it is an alloc or a free (marked in the map).
+fn event_addr(events: Option<&Shared<EventColumns>>, shown: Option<u32>) -> Option<u64> {
+    let (ev, i) = (events?, shown? as usize);
+    matches!(
+        ev.action(i),
+        TraceAction::Alloc | TraceAction::FreeRequested | TraceAction::FreeCompleted
+    )
+    .then(|| ev.addr.get(i).copied())
+    .flatten()
+}
+
+/// What [`use_map_drawing`] draws with.
+struct MapDrawing<'a> {
+    p: &'a Props,
+    canvas: &'a NodeRef,
+    root: &'a NodeRef,
+    live: &'a SharedLive,
+    transform: Transform,
+    marks: Marks,
+    resize_tick: u32,
+}
+
+/// Draws the segment map when the state, zoom, marks or size change, keeps its geometry for
+/// the hit test, and marks the view with what was painted and how long it took. Returns the
+/// map's bytes per row.
+#[hook]
+fn use_map_drawing(d: MapDrawing<'_>) -> u64 {
+    let mounted_ms = use_state(now_ms);
+    let bytes_per_row = use_state(|| 0u64);
+    let switch_done = use_mut_ref(|| false);
+    let p = d.p;
+    let wanted = Some(p.event.unwrap_or(u32::MAX));
+    let (canvas, root, live) = (d.canvas.clone(), d.root.clone(), d.live.clone());
+    let (bpr, mounted_ms) = (bytes_per_row.clone(), *mounted_ms);
+    let deps = (
+        p.frame.clone(),
+        d.transform,
+        d.marks,
+        d.resize_tick,
+        p.peak_reserved,
+        (p.file, p.device, wanted),
+    );
+    use_effect_with(deps, move |(frame, t, marks, _, peak, key)| {
+        let (Some(c), Some(f)) = (canvas.cast::<HtmlCanvasElement>(), frame) else {
+            return;
         };
-        let deps = (
-            p.frame.clone(),
-            *transform,
-            marks,
-            *resize_tick,
-            p.peak_reserved,
-            (p.file, p.device, wanted),
-        );
-        use_effect_with(deps, move |(frame, t, marks, _, peak, key)| {
-            let (Some(c), Some(f)) = (canvas.cast::<HtmlCanvasElement>(), frame) else {
-                return;
-            };
-            let (w, h) = history_canvas::css_size(&c);
-            let g = history_canvas::fit(f, *peak, (w - 2.0 * history_canvas::PAD).max(50.0), h);
-            history_canvas::draw(&c, f, &g, *t, *marks);
-            if *bytes_per_row != g.bytes_per_row {
-                bytes_per_row.set(g.bytes_per_row);
+        let (w, h) = history_canvas::css_size(&c);
+        let g = history_canvas::fit(f, *peak, (w - 2.0 * history_canvas::PAD).max(50.0), h);
+        history_canvas::draw(&c, f, &g, *t, *marks);
+        if *bpr != g.bytes_per_row {
+            bpr.set(g.bytes_per_row);
+        }
+        live.borrow_mut().geometry = Some(g.clone());
+        if let Some(r) = root.cast::<Element>() {
+            mark_painted(&r, f, &g, *key);
+            if f.requested == key.2 && !*switch_done.borrow() {
+                *switch_done.borrow_mut() = true;
+                let ms = now_ms() - mounted_ms;
+                let _ = r.set_attribute("data-switch-ms", &format!("{ms:.1}"));
+                web_sys::console::log_1(
+                    &format!(
+                        "memlens: allocator state history shown {ms:.1} ms after the view opened"
+                    )
+                    .into(),
+                );
             }
-            live.borrow_mut().geometry = Some(g.clone());
-            let Some(r) = root.cast::<Element>() else {
-                return;
-            };
-            let painted = f.event.map_or("none".to_string(), |e| e.to_string());
-            let _ = r.set_attribute("data-painted-event", &painted);
-            let source = if f.from_file { "file" } else { "history" };
-            let _ = r.set_attribute("data-state-source", source);
-            let _ = r.set_attribute("data-bytes-per-row", &g.bytes_per_row.to_string());
-            if f.requested == key.2 {
-                let now = now_ms();
-                let since = WANTED_SINCE
-                    .with(|c| c.get())
-                    .filter(|(k, _, done)| *k == *key && !done)
-                    .map(|(_, t, _)| t);
-                if let Some(t0) = since {
-                    // Once per wanted state: from wanting it to its first paint.
-                    WANTED_SINCE.with(|c| c.set(Some((*key, t0, true))));
-                    let _ = r.set_attribute("data-seek-ms", &format!("{:.2}", now - t0));
-                }
-                let _ = r.set_attribute("data-worker-seek-ms", &format!("{:.3}", f.seek_ms));
-                if f.build_ms > 0.0 {
-                    let _ = r.set_attribute("data-build-ms", &format!("{:.1}", f.build_ms));
-                }
-                if !*switch_done.borrow() {
-                    *switch_done.borrow_mut() = true;
-                    let ms = now - mounted_ms;
-                    let _ = r.set_attribute("data-switch-ms", &format!("{ms:.1}"));
-                    web_sys::console::log_1(
-                        &format!("memlens: allocator state history shown {ms:.1} ms after the view opened").into(),
-                    );
-                }
-            }
-        });
-    }
+        }
+    });
+    *bytes_per_row
+}
 
-    // Take the keyboard on opening, so ↑/↓ step through entries rather than change the view
-    // selector that opened it.
-    {
-        let root = root.clone();
-        use_effect_with((), move |_| {
-            if let Some(r) = root.cast::<web_sys::HtmlElement>() {
-                let _ = r.focus();
-            }
-        });
+/// The view's attributes after a paint: the entry painted, where its state came from, the
+/// scale, and, for the wanted state, the seek times (the browser tests and benchmarks read them).
+fn mark_painted(r: &Element, f: &StateFrame, g: &MapGeometry, key: StateKey) {
+    let painted = f.event.map_or("none".to_string(), |e| e.to_string());
+    let _ = r.set_attribute("data-painted-event", &painted);
+    let source = if f.from_file { "file" } else { "history" };
+    let _ = r.set_attribute("data-state-source", source);
+    let _ = r.set_attribute("data-bytes-per-row", &g.bytes_per_row.to_string());
+    if f.requested != key.2 {
+        return;
     }
-
-    // Native listeners: a non-passive wheel (zoom without scrolling the page), resize.
-    {
-        let (canvas, live, resize_tick) = (canvas.clone(), live.clone(), resize_tick.clone());
-        use_effect_with((), move |_| {
-            let Some(c) = canvas.cast::<HtmlCanvasElement>() else {
-                return Box::new(|| ()) as Box<dyn FnOnce()>;
-            };
-            let on_wheel = move |e: WheelEvent| {
-                e.prevent_default();
-                let l = live.borrow();
-                let factor = (-e.delta_y() * 0.0015).exp();
-                let t = l.transform.zoom_at(e.offset_x() as f64, factor);
-                l.on_transform.emit(t);
-            };
-            let cleanup = crate::page::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
-            Box::new(move || cleanup.into_iter().for_each(|f| f()))
-        });
+    let since = WANTED_SINCE
+        .with(|c| c.get())
+        .filter(|(k, _, done)| *k == key && !done)
+        .map(|(_, t, _)| t);
+    if let Some(t0) = since {
+        // Once per wanted state: from wanting it to its first paint.
+        WANTED_SINCE.with(|c| c.set(Some((key, t0, true))));
+        let _ = r.set_attribute("data-seek-ms", &format!("{:.2}", now_ms() - t0));
     }
+    let _ = r.set_attribute("data-worker-seek-ms", &format!("{:.3}", f.seek_ms));
+    if f.build_ms > 0.0 {
+        let _ = r.set_attribute("data-build-ms", &format!("{:.1}", f.build_ms));
+    }
+}
 
+/// Takes the keyboard on opening, so ↑/↓ step through entries rather than change the view
+/// selector that opened it.
+#[hook]
+fn use_focus_on_open(root: &NodeRef) {
+    let root = root.clone();
+    use_effect_with((), move |_| {
+        if let Some(r) = root.cast::<web_sys::HtmlElement>() {
+            let _ = r.focus();
+        }
+    });
+}
+
+/// The map's mouse handlers.
+struct MapMouse {
+    down: Callback<MouseEvent>,
+    moved: Callback<MouseEvent>,
+    up: Callback<MouseEvent>,
+    leave: Callback<MouseEvent>,
+    double: Callback<MouseEvent>,
+}
+
+/// Drag to pan, hover for the tooltip, click a block to pin its allocation (empty space
+/// unpins), double-click to reset the zoom.
+fn map_mouse(
+    p: &Props,
+    live: &SharedLive,
+    press: &PressCell<Transform>,
+    hover: &UseStateHandle<Option<(Hit, f64, f64)>>,
+    transform: &UseStateHandle<Transform>,
+) -> MapMouse {
     let hit = {
         let live = live.clone();
         move |e: &MouseEvent| -> Option<Hit> {
@@ -498,62 +576,36 @@ pub fn state_view(p: &Props) -> Html {
             g.hit(f, mx, my)
         }
     };
-    let onmousedown = {
-        let (drag, transform) = (drag.clone(), *transform);
+    let down = {
+        let (press, t) = (press.clone(), **transform);
+        Callback::from(move |e: MouseEvent| press.begin(&e, || t))
+    };
+    let moved = {
+        let (press, hover, hit) = (press.clone(), hover.clone(), hit.clone());
+        let on_transform = live.borrow().on_transform.clone();
         Callback::from(move |e: MouseEvent| {
-            if e.button() == 0 {
-                *drag.borrow_mut() = Some(Drag {
-                    start: (e.offset_x() as f64, e.offset_y() as f64),
-                    start_t: transform,
-                    moved: false,
+            let panned = press.drag(&e, |pr, (dx, dy)| {
+                let t = pr.at_start;
+                on_transform.emit(Transform {
+                    k: t.k,
+                    tx: t.tx + dx,
+                    ty: t.ty + dy,
                 });
+            });
+            if panned.is_some() {
+                hover.set(None);
+                return;
             }
+            set_hover(
+                &hover,
+                hit(&e).map(|h| (h, e.offset_x() as f64, e.offset_y() as f64)),
+            );
         })
     };
-    let onmousemove = {
-        let (drag, hover, hit, on_transform) = (
-            drag.clone(),
-            hover.clone(),
-            hit.clone(),
-            on_transform.clone(),
-        );
+    let up = {
+        let (press, on_pin, live) = (press.clone(), p.on_pin_block.clone(), live.clone());
         Callback::from(move |e: MouseEvent| {
-            let mut d = drag.borrow_mut();
-            if let Some(dr) = d.as_mut().filter(|_| e.buttons() & 1 == 1) {
-                let (dx, dy) = (
-                    e.offset_x() as f64 - dr.start.0,
-                    e.offset_y() as f64 - dr.start.1,
-                );
-                if dx.abs() + dy.abs() > 3.0 {
-                    dr.moved = true;
-                }
-                if dr.moved {
-                    on_transform.emit(Transform {
-                        k: dr.start_t.k,
-                        tx: dr.start_t.tx + dx,
-                        ty: dr.start_t.ty + dy,
-                    });
-                    hover.set(None);
-                    return;
-                }
-            }
-            drop(d);
-            let h = hit(&e).map(|h| (h, e.offset_x() as f64, e.offset_y() as f64));
-            if *hover != h {
-                hover.set(h);
-            }
-        })
-    };
-    let onmouseup = {
-        let (drag, hit, on_pin, live) = (
-            drag.clone(),
-            hit.clone(),
-            p.on_pin_block.clone(),
-            live.clone(),
-        );
-        Callback::from(move |e: MouseEvent| {
-            let d = drag.borrow_mut().take();
-            if d.is_some_and(|d| !d.moved) {
+            if press.release().is_some_and(|d| !d.moved) {
                 let h = hit(&e);
                 let l = live.borrow();
                 let addr = h.zip(l.frame.as_ref()).and_then(|(h, f)| {
@@ -567,19 +619,35 @@ pub fn state_view(p: &Props) -> Html {
             }
         })
     };
-    let onmouseleave = {
-        let (drag, hover) = (drag.clone(), hover.clone());
+    let leave = {
+        let (press, hover) = (press.clone(), hover.clone());
         Callback::from(move |_| {
-            *drag.borrow_mut() = None;
+            press.cancel();
             hover.set(None);
         })
     };
-    let ondblclick = {
+    let double = {
         let t = transform.clone();
         Callback::from(move |_| t.set(Transform::default()))
     };
+    MapMouse {
+        down,
+        moved,
+        up,
+        leave,
+        double,
+    }
+}
 
-    // Keys: ↑/↓, PgUp/PgDn, Home/End step through entries; +/-/0 zoom.
+/// Keys: ↑/↓, PgUp/PgDn, Home/End step through entries; +/-/0 zoom.
+fn entry_keys(
+    p: &Props,
+    n: usize,
+    shown: Option<u32>,
+    list_ref: &NodeRef,
+    transform: &UseStateHandle<Transform>,
+    canvas: &NodeRef,
+) -> Callback<KeyboardEvent> {
     let go = {
         let cb = p.on_event.clone();
         move |i: i64| {
@@ -588,46 +656,56 @@ pub fn state_view(p: &Props) -> Html {
             }
         }
     };
-    let onkeydown = {
-        let (go, list_ref, transform, canvas) = (
-            go.clone(),
-            list_ref.clone(),
-            transform.clone(),
-            canvas.clone(),
-        );
-        Callback::from(move |e: KeyboardEvent| {
-            if e.target()
-                .is_some_and(|t| t.dyn_ref::<HtmlInputElement>().is_some())
-            {
-                return;
-            }
-            let cur = shown.map_or(n as i64 - 1, |s| s as i64);
-            let page = list_ref.cast::<Element>().map_or(20, |l| {
-                ((l.client_height() as f64 / ROW_PX) as i64 - 1).max(1)
-            });
-            let zoom = |factor: f64| {
-                let w = canvas
-                    .cast::<HtmlCanvasElement>()
-                    .map_or(400.0, |c| history_canvas::css_size(&c).0);
-                transform.set(transform.zoom_at(w / 2.0, factor));
-            };
-            match e.key().as_str() {
-                "ArrowDown" => go(cur + 1),
-                "ArrowUp" => go(cur - 1),
-                "PageDown" => go(cur + page),
-                "PageUp" => go(cur - page),
-                "Home" => go(0),
-                "End" => go(n as i64 - 1),
-                "+" | "=" => zoom(1.25),
-                "-" | "_" => zoom(0.8),
-                "0" => transform.set(Transform::default()),
-                _ => return,
-            }
-            e.prevent_default();
-        })
-    };
+    let (list_ref, transform, canvas) = (list_ref.clone(), transform.clone(), canvas.clone());
+    Callback::from(move |e: KeyboardEvent| {
+        if e.target()
+            .is_some_and(|t| t.dyn_ref::<HtmlInputElement>().is_some())
+        {
+            return;
+        }
+        let cur = shown.map_or(n as i64 - 1, |s| s as i64);
+        let page = list_ref.cast::<Element>().map_or(20, |l| {
+            ((l.client_height() as f64 / ROW_PX) as i64 - 1).max(1)
+        });
+        let zoom = |factor: f64| {
+            let w = canvas
+                .cast::<HtmlCanvasElement>()
+                .map_or(400.0, |c| history_canvas::css_size(&c).0);
+            transform.set(transform.zoom_at(w / 2.0, factor));
+        };
+        match e.key().as_str() {
+            "ArrowDown" => go(cur + 1),
+            "ArrowUp" => go(cur - 1),
+            "PageDown" => go(cur + page),
+            "PageUp" => go(cur - page),
+            "Home" => go(0),
+            "End" => go(n as i64 - 1),
+            "+" | "=" => zoom(1.25),
+            "-" | "_" => zoom(0.8),
+            "0" => transform.set(Transform::default()),
+            _ => return,
+        }
+        e.prevent_default();
+    })
+}
 
-    let ev = p.events.clone();
+#[derive(Properties, PartialEq)]
+struct BarProps {
+    events: Option<Shared<EventColumns>>,
+    /// The entry shown (`None`: none yet).
+    shown: Option<u32>,
+    on_event: Callback<u32>,
+    on_live_memory: Callback<u32>,
+}
+
+/// The bar over the view: where the entry is, stepping (first, previous, next, last, the peak,
+/// OOMs), live memory, and going to a time.
+#[function_component(StateBar)]
+fn state_bar(p: &BarProps) -> Html {
+    let time_ref = use_node_ref();
+    let time_error = use_state(|| false);
+    let (ev, shown) = (&p.events, p.shown);
+    let n = ev.as_ref().map_or(0, |e| e.len());
     let peak = ev.as_ref().and_then(|e| e.meta.peak_event);
     let ooms: Vec<u32> = ev
         .as_ref()
@@ -648,29 +726,40 @@ pub fn state_view(p: &Props) -> Html {
         }
     };
     let last = n.checked_sub(1).map(|x| x as u32);
-    let on_time = {
-        let (ev, time_ref, time_error, cb) = (
-            ev.clone(),
-            time_ref.clone(),
-            time_error.clone(),
-            p.on_event.clone(),
-        );
-        Callback::from(move |e: SubmitEvent| {
-            e.prevent_default();
-            let Some(input) = time_ref.cast::<HtmlInputElement>() else {
-                return;
-            };
-            let target = ev.as_ref().and_then(|ev| {
-                let t = parse_time(&input.value(), ev.first_time_us()?)?;
-                ev.event_at_time(t)
-            });
-            time_error.set(target.is_none());
-            if let Some(i) = target {
-                cb.emit(i);
+    let on_time = time_submit(ev.clone(), &time_ref, &time_error, &p.on_event);
+    let live_memory = {
+        let cb = p.on_live_memory.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(i) = shown {
+                cb.emit(i)
             }
         })
     };
-    let position = match (shown, &ev) {
+    html! {
+        <div class="state-bar">
+            { button("|◂", "state-first", "first entry (Home)", (n > 0).then_some(0)) }
+            { button("◂", "state-prev", "previous entry (↑)", shown.and_then(|s| s.checked_sub(1))) }
+            <span class="state-pos" data-testid="state-position">{ position_text(shown, ev.as_deref()) }</span>
+            { button("▸", "state-next", "next entry (↓)", shown.map(|s| s + 1).filter(|&s| (s as usize) < n)) }
+            { button("▸|", "state-last", "last entry (End)", last) }
+            { button("peak", "state-peak", "the entry after which the timeline is highest", peak) }
+            { button("◂ OOM", "state-prev-oom", "previous out-of-memory entry", prev_oom) }
+            <span class="muted small" data-testid="state-oom-count">{ format!("{} OOM{}", ooms.len(), if ooms.len() == 1 { "" } else { "s" }) }</span>
+            { button("OOM ▸", "state-next-oom", "next out-of-memory entry", next_oom) }
+            <button data-testid="state-live-memory" title="live memory after this entry as a flamegraph (Diagnosis)" disabled={shown.is_none()}
+                onclick={live_memory}>{ "live memory" }</button>
+            <form class="state-time" onsubmit={on_time}>
+                <input ref={time_ref} data-testid="state-time" class={classes!(time_error.then_some("bad"))}
+                    placeholder="time: +12.5s or 14:03:07.250" title="seconds after the first entry (12.5, 1500ms) or a clock time" />
+                <button type="submit" data-testid="state-time-go">{ "go" }</button>
+            </form>
+        </div>
+    }
+}
+
+/// "event 12 of 400 · +1.5 s · clock time", or why there is none.
+fn position_text(shown: Option<u32>, ev: Option<&EventColumns>) -> String {
+    match (shown, ev) {
         (Some(i), Some(e)) => {
             let t = time_text(e, i as usize)
                 .map(|t| format!(" · {t}"))
@@ -679,84 +768,61 @@ pub fn state_view(p: &Props) -> Html {
         }
         (None, Some(e)) if e.is_empty() => "no trace entries: the state is the snapshot's".into(),
         _ => "…".into(),
-    };
-    let oom = p
-        .frame
-        .as_ref()
-        .and_then(|f| f.numbers.as_ref())
-        .and_then(oom_html);
-    let numbers = p
-        .frame
-        .as_ref()
-        .and_then(|f| f.numbers.as_ref().map(|n| numbers_html(n, f.event)));
-    let warnings = ev
-        .as_ref()
-        .map(|e| e.meta.warnings.join("; "))
-        .unwrap_or_default();
-    let tip = hover.as_ref().zip(p.frame.as_ref()).map(|((h, x, y), f)| {
-        (
-            tooltip_text(f, h),
-            *x,
-            *y,
-            h.block.is_some_and(|b| f.block_state(b).is_active()),
-        )
-    });
+    }
+}
+
+/// The time box: goes to the entry at the typed time, or marks the box when none is.
+fn time_submit(
+    ev: Option<Shared<EventColumns>>,
+    time_ref: &NodeRef,
+    time_error: &UseStateHandle<bool>,
+    on_event: &Callback<u32>,
+) -> Callback<SubmitEvent> {
+    let (time_ref, time_error, cb) = (time_ref.clone(), time_error.clone(), on_event.clone());
+    Callback::from(move |e: SubmitEvent| {
+        e.prevent_default();
+        let Some(input) = time_ref.cast::<HtmlInputElement>() else {
+            return;
+        };
+        let target = ev.as_ref().and_then(|ev| {
+            let t = parse_time(&input.value(), ev.first_time_us()?)?;
+            ev.event_at_time(t)
+        });
+        time_error.set(target.is_none());
+        if let Some(i) = target {
+            cb.emit(i);
+        }
+    })
+}
+
+/// The map's legend: the block colours, whether a state is on its way, the scale, the gestures.
+fn legend(reconstructing: bool, bytes_per_row: u64) -> Html {
     html! {
-        <div class="state-view" ref={root} tabindex="0" {onkeydown} data-testid="state-view"
-            data-event={shown.map(|e| e.to_string())} data-events={n.to_string()}>
-            <div class="state-bar">
-                { button("|◂", "state-first", "first entry (Home)", (n > 0).then_some(0)) }
-                { button("◂", "state-prev", "previous entry (↑)", shown.and_then(|s| s.checked_sub(1))) }
-                <span class="state-pos" data-testid="state-position">{ position }</span>
-                { button("▸", "state-next", "next entry (↓)", shown.map(|s| s + 1).filter(|&s| (s as usize) < n)) }
-                { button("▸|", "state-last", "last entry (End)", last) }
-                { button("peak", "state-peak", "the entry after which the timeline is highest", peak) }
-                { button("◂ OOM", "state-prev-oom", "previous out-of-memory entry", prev_oom) }
-                <span class="muted small" data-testid="state-oom-count">{ format!("{} OOM{}", ooms.len(), if ooms.len() == 1 { "" } else { "s" }) }</span>
-                { button("OOM ▸", "state-next-oom", "next out-of-memory entry", next_oom) }
-                <button data-testid="state-live-memory" title="live memory after this entry as a flamegraph (Diagnosis)" disabled={shown.is_none()}
-                    onclick={{ let cb = p.on_live_memory.clone(); Callback::from(move |_: MouseEvent| if let Some(i) = shown { cb.emit(i) }) }}>{ "live memory" }</button>
-                <form class="state-time" onsubmit={on_time}>
-                    <input ref={time_ref} data-testid="state-time" class={classes!(time_error.then_some("bad"))}
-                        placeholder="time: +12.5s or 14:03:07.250" title="seconds after the first entry (12.5, 1500ms) or a clock time" />
-                    <button type="submit" data-testid="state-time-go">{ "go" }</button>
-                </form>
-            </div>
-            { for numbers }
-            if !warnings.is_empty() { <p class="muted small">{ format!("Reconstruction: {warnings}") }</p> }
-            <div class="state-main">
-                {
-                    match &ev {
-                        Some(e) => html! { <EventList events={e.clone()} selected={shown} on_select={p.on_event.clone()} list_ref={list_ref.clone()} /> },
-                        None => html! { <div class="event-list muted" ref={list_ref.clone()}>{ "Reading the trace…" }</div> },
-                    }
-                }
-                <div class="state-map">
-                    <div class="state-legend">
-                        <span class="sw" style={format!("background:{}", history_canvas::BLOCK_COLOURS[0])}
-                            title="allocated: one colour per allocation"></span>{ "allocated" }
-                        <span class="sw" style={format!("background:{}", history_canvas::PENDING_COLOUR)}
-                            title="freed, waiting for its streams (record_stream)"></span>{ "pending free" }
-                        <span class="sw" style={format!("background:{}", history_canvas::WASTE_COLOUR)}
-                            title="block size − requested size"></span>{ "rounding waste" }
-                        <span class="sw free" title="inactive block: a hole in its segment"></span>{ "free" }
-                        if p.frame.is_none() { <span class="muted">{ " · reconstructing…" }</span> }
-                        if *bytes_per_row > 0 { <b data-testid="state-scale">{ format!(" · 1 row = {}", format_bytes(*bytes_per_row as f64)) }</b> }
-                        <span class="muted">{ " · wheel: zoom · drag: pan · double-click: reset" }</span>
-                    </div>
-                    <div class="plot">
-                        <canvas ref={canvas} class="plot-canvas state-canvas" data-testid="state-canvas"
-                            {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {ondblclick} />
-                        { for oom }
-                        if let Some((t, x, y, active)) = tip {
-                            <div class="tooltip" data-testid="state-tooltip" style={format!("left:{}px;top:{}px", x + 14.0, y + 14.0)}>
-                                { t }
-                                if active { <div class="hint">{ "click to pin its stack" }</div> }
-                            </div>
-                        }
-                    </div>
-                </div>
-            </div>
+        <div class="state-legend">
+            <span class="sw" style={format!("background:{}", history_canvas::BLOCK_COLOURS[0])}
+                title="allocated: one colour per allocation"></span>{ "allocated" }
+            <span class="sw" style={format!("background:{}", history_canvas::PENDING_COLOUR)}
+                title="freed, waiting for its streams (record_stream)"></span>{ "pending free" }
+            <span class="sw" style={format!("background:{}", history_canvas::WASTE_COLOUR)}
+                title="block size − requested size"></span>{ "rounding waste" }
+            <span class="sw free" title="inactive block: a hole in its segment"></span>{ "free" }
+            if reconstructing { <span class="muted">{ " · reconstructing…" }</span> }
+            if bytes_per_row > 0 { <b data-testid="state-scale">{ format!(" · 1 row = {}", format_bytes(bytes_per_row as f64)) }</b> }
+            <span class="muted">{ " · wheel: zoom · drag: pan · double-click: reset" }</span>
+        </div>
+    }
+}
+
+/// The tooltip of the segment or block under the pointer.
+fn map_tooltip(hover: Option<&(Hit, f64, f64)>, frame: Option<&Shared<StateFrame>>) -> Html {
+    let Some(((h, x, y), f)) = hover.zip(frame) else {
+        return Html::default();
+    };
+    let active = h.block.is_some_and(|b| f.block_state(b).is_active());
+    html! {
+        <div class="tooltip" data-testid="state-tooltip" style={format!("left:{}px;top:{}px", x + 14.0, y + 14.0)}>
+            { tooltip_text(f, h) }
+            if active { <div class="hint">{ "click to pin its stack" }</div> }
         </div>
     }
 }

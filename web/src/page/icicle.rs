@@ -4,6 +4,7 @@
 //! already left out nodes under 1/4000 of the width, and boxes under half a pixel are skipped.
 
 use crate::page::app_state::SharedIcicle;
+use crate::page::pointer::use_canvas_listeners;
 use memlens_core::analysis::icicle::IcicleNode;
 use memlens_core::analysis::verdict::human;
 use wasm_bindgen::JsCast;
@@ -96,23 +97,13 @@ fn hit(canvas: &HtmlCanvasElement, ic: &SharedIcicle, e: &MouseEvent) -> Option<
 pub fn icicle_view(p: &Props) -> Html {
     let canvas = use_node_ref();
     let hover = use_state(|| None::<IcicleNode>);
-    let resize = use_state(|| 0u32);
+    let tick = use_canvas_listeners(&canvas, |_| {});
     {
-        let (canvas, ic, tick) = (canvas.clone(), p.icicle.clone(), *resize);
+        let (canvas, ic) = (canvas.clone(), p.icicle.clone());
         use_effect_with((ic, tick), move |(ic, _)| {
             if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
                 draw(&c, ic);
             }
-        });
-    }
-    {
-        let (canvas, resize) = (canvas.clone(), resize.clone());
-        use_effect_with((), move |_| {
-            let cleanup = canvas
-                .cast::<HtmlCanvasElement>()
-                .map(|c| crate::page::canvas::listen_wheel_and_resize(&c, |_| {}, resize))
-                .unwrap_or_default();
-            move || cleanup.into_iter().for_each(|f| f())
         });
     }
     let target = |e: &MouseEvent| {

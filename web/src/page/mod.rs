@@ -18,6 +18,7 @@ pub mod history_view;
 pub mod icicle;
 pub mod overview;
 pub mod panels;
+pub mod pointer;
 pub mod reply;
 pub mod search;
 pub mod stack_frames;

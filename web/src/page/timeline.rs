@@ -14,14 +14,19 @@
 
 use crate::page::app_state::{SharedLayout, SharedMatches};
 use crate::page::canvas::{
-    draw_overview, draw_timeline, overview_viewport, DrawOptions, MARGIN_LEFT, MARGIN_TOP,
+    draw_overview, draw_timeline, overview_viewport, DrawOptions, DrawTiming, MARGIN_LEFT,
+    MARGIN_TOP,
+};
+use crate::page::pointer::{
+    set_hover, use_canvas_listeners, use_press, wheel_zoom, DragAxes, Press, PressCell,
 };
 use crate::page::theme;
 use crate::wire::clock::now_ms;
 use memlens_core::colour::Colouring;
 use memlens_core::layout::context::tooltip;
 use memlens_core::layout::ruler::Ruler;
-use memlens_core::layout::{BandFilter, TimeMap, TimelineKind, Viewport};
+use memlens_core::layout::{BandFilter, RenderStats, TimeMap, TimelineKind, Viewport};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use web_sys::{HtmlCanvasElement, KeyboardEvent, MouseEvent, WheelEvent};
@@ -92,14 +97,15 @@ pub const KEYS: &[(&str, &str)] = &[
     ("double-click", "show the whole trace"),
 ];
 
-struct Drag {
-    start_px: f64,
-    start_y_px: f64,
-    /// The viewport when the drag began (a pan maps pixels through it).
-    start_vp: Option<Viewport>,
+/// What a press keeps from when it began.
+struct AtPress {
+    /// The viewport then (a pan maps pixels through it).
+    vp: Option<Viewport>,
     mode: DragMode,
-    moved: bool,
 }
+
+/// What a draw returns: the viewport, what was drawn and how long it took.
+type Drawn = (Viewport, RenderStats, DrawTiming);
 
 /// What the native listeners need to see of the latest props.
 struct Live {
@@ -159,24 +165,46 @@ fn log_draw(c: &HtmlCanvasElement, ms: f64) {
     set_attr(c, "data-draw-ms", &format!("{ms:.2}"));
 }
 
+/// The view's own state between renders: hover, box zoom, ruler, keys overlay.
+#[derive(Clone)]
+struct Ui {
+    /// Element under the pointer and where (for the tooltip).
+    hover: UseStateHandle<Option<(u32, f64, f64)>>,
+    /// Box zoom selection being dragged: plot pixels (from, to).
+    boxsel: UseStateHandle<Option<(f64, f64)>>,
+    /// The ruler (data space).
+    ruler: UseStateHandle<Option<Ruler>>,
+    /// A first point waiting for its second (`m`).
+    ruler_anchor: Rc<RefCell<Option<(f64, f64)>>>,
+    show_keys: UseStateHandle<bool>,
+    /// Where the pointer is, in data space (for `m`).
+    pointer: Rc<RefCell<Option<(f64, f64)>>>,
+    /// The viewport of the last draw, kept as state while a ruler is shown so it follows zooms.
+    drawn_vp: UseStateHandle<Option<Viewport>>,
+}
+
+#[hook]
+fn use_ui() -> Ui {
+    Ui {
+        hover: use_state(|| None),
+        boxsel: use_state(|| None),
+        ruler: use_state(|| None),
+        ruler_anchor: use_mut_ref(|| None),
+        show_keys: use_state(|| false),
+        pointer: use_mut_ref(|| None),
+        drawn_vp: use_state(|| None),
+    }
+}
+
+type SharedLive = Rc<RefCell<Live>>;
+
 #[function_component(TimelineView)]
 pub fn timeline_view(p: &Props) -> Html {
     let canvas = use_node_ref();
     let overview = use_node_ref();
-    let hover = use_state(|| None::<(u32, f64, f64)>);
-    let drag = use_mut_ref(|| None::<Drag>);
-    // Box zoom selection being dragged: plot pixels (from, to).
-    let boxsel = use_state(|| None::<(f64, f64)>);
-    let resize_tick = use_state(|| 0u32);
-    // The ruler (data space), a first point waiting for its second (`m`), the keys overlay.
-    let ruler = use_state(|| None::<Ruler>);
-    let ruler_anchor = use_mut_ref(|| None::<(f64, f64)>);
-    let show_keys = use_state(|| false);
-    // Where the pointer is, in data space (for `m`).
-    let pointer = use_mut_ref(|| None::<(f64, f64)>);
-    // The viewport of the last draw, kept as state while a ruler is shown so it follows zooms.
-    let drawn_vp = use_state(|| None::<Viewport>);
     let cursor_line = use_node_ref();
+    let press = use_press::<AtPress>(DragAxes::X);
+    let ui = use_ui();
     let x_end = p.layout.0.x_end() as f64;
     let window = p
         .window
@@ -202,353 +230,25 @@ pub fn timeline_view(p: &Props) -> Html {
         l.window = window;
         l.on_window = p.on_window.clone();
     }
-
-    // Draw when what is drawn changes (not on hover: the tooltip is a DOM element).
-    {
-        let (canvas, overview, live, on_painted) = (
-            canvas.clone(),
-            overview.clone(),
-            live.clone(),
-            p.on_painted.clone(),
-        );
-        let deps = (
-            (p.layout.clone(), window, p.selected, p.matches.clone()),
-            time.as_ref().map(|t| Arc::as_ptr(t) as usize),
-            *resize_tick,
-            (p.colours.clone(), p.filter, p.reserved.clone()),
-            (p.capacity.clone(), theme::is_dark()),
-        );
-        let time = time.clone();
-        let (drawn_vp, ruler_on) = (drawn_vp.clone(), ruler.is_some());
-        use_effect_with(deps, move |deps| {
-            let ((layout, window, selected, matches), _, _, (colours, filter, reserved), (cap, _)) =
-                deps;
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                let t0 = now_ms();
-                let drawn = draw_timeline(
-                    &c,
-                    &layout.0,
-                    window.0,
-                    window.1,
-                    DrawOptions {
-                        selected: *selected,
-                        matches: matches.as_ref().map(|m| m.0.as_ref()),
-                        time: time.clone(),
-                        colours: colours.as_ref().map(|c| c.index.as_slice()),
-                        filter: *filter,
-                        reserved: reserved.as_ref().map(|r| r.0.as_ref()),
-                        capacity: cap.clone(),
-                    },
-                );
-                log_draw(&c, now_ms() - t0);
-                if let Some((_, st, tm)) = &drawn {
-                    set_attr(&c, "data-rects", &st.rects.to_string());
-                    set_attr(&c, "data-bands", &st.elements_visited.to_string());
-                    set_attr(&c, "data-render-ms", &format!("{:.2}", tm.render_ms));
-                    set_attr(&c, "data-paint-ms", &format!("{:.2}", tm.paint_ms));
-                }
-                if let Some(((vp, _, _), (bytes, _))) = drawn.as_ref().zip(cap.as_ref()) {
-                    let y = MARGIN_TOP + vp.y_px(*bytes as f64);
-                    set_attr(&c, "data-capacity-bytes", &bytes.to_string());
-                    set_attr(&c, "data-capacity-px", &format!("{y:.2}"));
-                } else {
-                    let _ = c.remove_attribute("data-capacity-bytes");
-                    let _ = c.remove_attribute("data-capacity-px");
-                }
-                if let Some((vp, _, _)) = &drawn {
-                    set_attr(&c, "data-y-max-bytes", &format!("{:.0}", vp.y1_bytes));
-                    if ruler_on {
-                        drawn_vp.set(Some(vp.clone()));
-                    }
-                }
-                live.borrow_mut().vp = drawn.map(|d| d.0);
-            }
-            if let Some(o) = overview.cast::<HtmlCanvasElement>() {
-                draw_overview(&o, &layout.0, window.0, window.1, time);
-            }
-            on_painted.emit(());
-        });
-    }
-
-    // The cursor line, placed through the viewport just drawn.
-    {
-        let (line, live) = (cursor_line.clone(), live.clone());
-        let deps = (
-            p.cursor,
-            window,
-            *resize_tick,
-            p.layout.clone(),
-            p.time_axis,
-        );
-        use_effect_with(deps, move |(cursor, ..)| {
-            let px = cursor
-                .zip(live.borrow().vp.clone())
-                .map(|(x, vp)| vp.x_px(x));
-            if let Some(el) = line.cast::<web_sys::HtmlElement>() {
-                let style = match px {
-                    Some(px) => format!("left:{:.1}px", MARGIN_LEFT + px),
-                    None => "display:none".to_string(),
-                };
-                let _ = el.set_attribute("style", &style);
-            }
-        });
-    }
-
-    // Native listeners: a non-passive wheel (to stop page scroll) and a resize observer.
-    {
-        let (canvas, live, resize_tick) = (canvas.clone(), live.clone(), resize_tick.clone());
-        use_effect_with((), move |_| {
-            let Some(c) = canvas.cast::<HtmlCanvasElement>() else {
-                return Box::new(|| ()) as Box<dyn FnOnce()>;
-            };
-            let on_wheel = move |e: WheelEvent| {
-                e.prevent_default();
-                let l = live.borrow();
-                let (Some(layout), Some(vp)) = (&l.layout, &l.vp) else {
-                    return;
-                };
-                let at = e.offset_x() as f64 - MARGIN_LEFT;
-                let factor = (e.delta_y() * 0.0015).exp();
-                let w = zoom_px(vp, at, factor, layout.0.x_end() as f64);
-                l.on_window.emit(Some(w));
-            };
-            let cleanup = crate::page::canvas::listen_wheel_and_resize(&c, on_wheel, resize_tick);
-            Box::new(move || cleanup.into_iter().for_each(|f| f()))
-        });
-    }
-
-    let hit = {
-        let (live, canvas) = (live.clone(), canvas.clone());
-        move |e: &MouseEvent| -> Option<u32> {
-            let l = live.borrow();
-            let (layout, vp) = (l.layout.as_ref()?, l.vp.as_ref()?);
-            let (x, y) = (
-                e.offset_x() as f64 - MARGIN_LEFT,
-                e.offset_y() as f64 - MARGIN_TOP,
-            );
-            if x < 0.0 || y < 0.0 || x > vp.width_px || y > vp.height_px {
-                return None;
-            }
-            let t0 = now_ms();
-            let h = layout.0.hit(vp.x_data(x), vp.y_data(y)).map(|e| e as u32);
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                set_attr(&c, "data-hit-ms", &format!("{:.3}", now_ms() - t0));
-            }
-            h
-        }
-    };
-    let onmousedown = {
-        let (drag, live) = (drag.clone(), live.clone());
-        Callback::from(move |e: MouseEvent| {
-            if e.button() == 0 {
-                *drag.borrow_mut() = Some(Drag {
-                    start_px: e.offset_x() as f64 - MARGIN_LEFT,
-                    start_y_px: e.offset_y() as f64 - MARGIN_TOP,
-                    start_vp: live.borrow().vp.clone(),
-                    mode: if e.alt_key() {
-                        DragMode::Measure
-                    } else if e.shift_key() {
-                        DragMode::Box
-                    } else {
-                        DragMode::Pan
-                    },
-                    moved: false,
-                });
-            }
-        })
-    };
-    let onmousemove = {
-        let (drag, live, hover, hit, boxsel) = (
-            drag.clone(),
-            live.clone(),
-            hover.clone(),
-            hit.clone(),
-            boxsel.clone(),
-        );
-        let (pointer, ruler, drawn_vp) = (pointer.clone(), ruler.clone(), drawn_vp.clone());
-        let on_cursor = p.on_cursor.clone();
-        Callback::from(move |e: MouseEvent| {
-            let at = data_at(&live.borrow().vp, &e);
-            *pointer.borrow_mut() = at;
-            if let (Some(cb), Some((x, _))) = (&on_cursor, at) {
-                cb.emit(x);
-            }
-            let mut d = drag.borrow_mut();
-            if let Some(dr) = d.as_mut().filter(|_| e.buttons() & 1 == 1) {
-                let px = e.offset_x() as f64 - MARGIN_LEFT;
-                let dx = px - dr.start_px;
-                if dx.abs() > 3.0 {
-                    dr.moved = true;
-                }
-                if dr.moved {
-                    let l = live.borrow();
-                    if let (Some(layout), Some(vp)) = (&l.layout, &dr.start_vp) {
-                        match dr.mode {
-                            DragMode::Pan => l.on_window.emit(Some(window_of_px(
-                                vp,
-                                -dx,
-                                vp.width_px - dx,
-                                layout.0.x_end() as f64,
-                            ))),
-                            DragMode::Box => {
-                                let px = px.clamp(0.0, vp.width_px);
-                                boxsel.set(Some((dr.start_px, px)));
-                            }
-                            DragMode::Measure => {
-                                let a = (vp.x_data(dr.start_px), vp.y_data(dr.start_y_px));
-                                if let Some(b) = at {
-                                    ruler.set(Some(Ruler { a, b }));
-                                    drawn_vp.set(Some(vp.clone()));
-                                }
-                            }
-                        }
-                    }
-                    hover.set(None);
-                    return;
-                }
-            }
-            drop(d);
-            let h = hit(&e).map(|el| (el, e.offset_x() as f64, e.offset_y() as f64));
-            if *hover != h {
-                hover.set(h);
-            }
-        })
-    };
-    let onmouseup = {
-        let (drag, on_pin, hit, boxsel, live) = (
-            drag.clone(),
-            p.on_pin.clone(),
-            hit.clone(),
-            boxsel.clone(),
-            live.clone(),
-        );
-        Callback::from(move |e: MouseEvent| {
-            let d = drag.borrow_mut().take();
-            let Some(d) = d else { return };
-            if !d.moved {
-                if d.mode != DragMode::Measure {
-                    on_pin.emit(hit(&e));
-                }
-                return;
-            }
-            if d.mode == DragMode::Box {
-                boxsel.set(None);
-                let px = e.offset_x() as f64 - MARGIN_LEFT;
-                let l = live.borrow();
-                if let (Some(layout), Some(vp)) = (&l.layout, &d.start_vp) {
-                    let (a, b) = (d.start_px.min(px), d.start_px.max(px));
-                    let (a, b) = (a.clamp(0.0, vp.width_px), b.clamp(0.0, vp.width_px));
-                    if b - a >= 3.0 {
-                        l.on_window
-                            .emit(Some(window_of_px(vp, a, b, layout.0.x_end() as f64)));
-                    }
-                }
-            }
-        })
-    };
-    let onmouseleave = {
-        let (drag, hover, boxsel) = (drag.clone(), hover.clone(), boxsel.clone());
-        Callback::from(move |_| {
-            *drag.borrow_mut() = None;
-            boxsel.set(None);
-            hover.set(None);
-        })
-    };
-    let ondblclick = {
-        let on_window = p.on_window.clone();
-        Callback::from(move |_| on_window.emit(None))
-    };
-    let onkeydown = {
-        let (on_window, live) = (p.on_window.clone(), live.clone());
-        let (show_keys, ruler, anchor, pointer, drawn_vp) = (
-            show_keys.clone(),
-            ruler.clone(),
-            ruler_anchor.clone(),
-            pointer.clone(),
-            drawn_vp.clone(),
-        );
-        Callback::from(move |e: KeyboardEvent| {
-            if e.ctrl_key() || e.meta_key() {
-                return;
-            }
-            let l = live.borrow();
-            let Some(vp) = &l.vp else { return };
-            let (w, mid) = (vp.width_px, vp.width_px / 2.0);
-            let win = match e.key().as_str() {
-                "+" | "=" | "w" | "W" => Some(zoom_px(vp, mid, 0.8, x_end)),
-                "-" | "_" | "s" | "S" => Some(zoom_px(vp, mid, 1.25, x_end)),
-                "ArrowLeft" | "a" | "A" => Some(window_of_px(vp, -0.1 * w, 0.9 * w, x_end)),
-                "ArrowRight" | "d" | "D" => Some(window_of_px(vp, 0.1 * w, 1.1 * w, x_end)),
-                "0" | "Home" => None,
-                "?" => {
-                    show_keys.set(!*show_keys);
-                    e.prevent_default();
-                    return;
-                }
-                "Escape" => {
-                    show_keys.set(false);
-                    ruler.set(None);
-                    *anchor.borrow_mut() = None;
-                    return;
-                }
-                "m" | "M" => {
-                    let at = *pointer.borrow();
-                    let first = *anchor.borrow();
-                    match (first, at, ruler.is_some()) {
-                        (_, _, true) => ruler.set(None),
-                        (None, Some(a), false) => *anchor.borrow_mut() = Some(a),
-                        (Some(a), Some(b), false) => {
-                            *anchor.borrow_mut() = None;
-                            drawn_vp.set(Some(vp.clone()));
-                            ruler.set(Some(Ruler { a, b }));
-                        }
-                        _ => {}
-                    }
-                    e.prevent_default();
-                    return;
-                }
-                _ => return,
-            };
-            e.prevent_default();
-            on_window.emit(win);
-        })
-    };
-    // Overview: click or drag to move the window there.
-    let overview_move = {
-        let (overview, on_window, layout, time) = (
-            overview.clone(),
-            p.on_window.clone(),
-            p.layout.clone(),
-            time.clone(),
-        );
-        move |e: &MouseEvent| {
-            let Some(o) = overview.cast::<HtmlCanvasElement>() else {
-                return;
-            };
-            let full = overview_viewport(
-                &layout.0,
-                o.client_width() as f64,
-                o.client_height() as f64,
-                time.clone(),
-            );
-            let at = full.x_data(e.offset_x() as f64 - MARGIN_LEFT);
-            let half = (window.1 - window.0) / 2.0;
-            on_window.emit(Some(clamp_window(at - half, at + half, x_end)));
-        }
-    };
-    let ov_down = {
-        let m = overview_move.clone();
-        Callback::from(move |e: MouseEvent| m(&e))
-    };
-    let ov_move = Callback::from(move |e: MouseEvent| {
-        if e.buttons() & 1 == 1 {
-            overview_move(&e)
-        }
+    let resize_tick = use_canvas_listeners(&canvas, wheel_zoom_window(&live));
+    use_timeline_drawing(TimelineDrawing {
+        p,
+        canvas: &canvas,
+        overview: &overview,
+        live: &live,
+        ui: &ui,
+        window,
+        time: time.clone(),
+        resize_tick,
     });
-
-    let tip =
-        hover.and_then(|(el, x, y)| tooltip(&p.layout.0, p.kind, el as usize).map(|t| (t, x, y)));
-    let zoom_box = boxsel.map(|(a, b)| {
+    use_cursor_line(p, &cursor_line, &live, window, resize_tick);
+    let mouse = plot_mouse(p, &live, &press, &ui, &canvas);
+    let onkeydown = timeline_keys(p, &live, &ui, x_end);
+    let (ov_down, ov_move) = overview_mouse(p, &overview, window, time.clone(), x_end);
+    let tip = ui
+        .hover
+        .and_then(|(el, x, y)| tooltip(&p.layout.0, p.kind, el as usize).map(|t| (t, x, y)));
+    let zoom_box = ui.boxsel.map(|(a, b)| {
         format!(
             "left:{}px;width:{}px;top:{}px;bottom:{}px",
             MARGIN_LEFT + a.min(b),
@@ -557,40 +257,25 @@ pub fn timeline_view(p: &Props) -> Html {
             crate::page::canvas::MARGIN_BOTTOM
         )
     });
-    let ruler_box = ruler
+    let ruler_box = ui
+        .ruler
         .as_ref()
-        .zip(drawn_vp.as_ref())
+        .zip(ui.drawn_vp.as_ref())
         .map(|(r, vp)| ruler_overlay(r, vp, time.as_deref()));
-    let keys = show_keys.then(|| {
-        let close = {
-            let show_keys = show_keys.clone();
-            Callback::from(move |_: MouseEvent| show_keys.set(false))
-        };
-        html! {
-            <div class="keys-overlay" data-testid="keys-overlay" role="dialog" aria-label="keys">
-                <div class="keys-title">{ "Keys of the timeline" }
-                    <button class="link" onclick={close}>{ "close" }</button></div>
-                <table>
-                    { for KEYS.iter().map(|(k, what)| html! {
-                        <tr data-key={*k}><td><kbd>{ *k }</kbd></td><td>{ *what }</td></tr>
-                    }) }
-                </table>
-            </div>
-        }
-    });
     html! {
         <div class="timeline">
             <div class="plot">
                 <canvas ref={canvas} class="plot-canvas" tabindex="0" data-testid="timeline-canvas"
                     data-window={format!("{:.2},{:.2}", window.0, window.1)}
                     data-axis={if time.is_some() { "time" } else { "events" }}
-                    {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {ondblclick} {onkeydown} />
+                    onmousedown={mouse.down} onmousemove={mouse.moved} onmouseup={mouse.up}
+                    onmouseleave={mouse.leave} ondblclick={mouse.double} {onkeydown} />
                 <div ref={cursor_line} class="cursor-line" data-testid="cursor-line" style="display:none"></div>
                 if let Some(style) = zoom_box {
                     <div class="zoom-box" data-testid="zoom-box" {style}></div>
                 }
                 { ruler_box.unwrap_or_default() }
-                { keys.unwrap_or_default() }
+                { keys_overlay(&ui.show_keys) }
                 if let Some((t, x, y)) = tip {
                     <div class="tooltip" data-testid="tooltip" style={format!("left:{}px;top:{}px", x + 14.0, y + 14.0)}>
                         { t }
@@ -599,6 +284,407 @@ pub fn timeline_view(p: &Props) -> Html {
                 }
             </div>
             <canvas ref={overview} class="overview-canvas" data-testid="overview" onmousedown={ov_down} onmousemove={ov_move} />
+        </div>
+    }
+}
+
+/// The wheel: zoom around the pointer.
+fn wheel_zoom_window(live: &SharedLive) -> impl FnMut(WheelEvent) + 'static {
+    let live = live.clone();
+    move |e: WheelEvent| {
+        e.prevent_default();
+        let l = live.borrow();
+        let (Some(layout), Some(vp)) = (&l.layout, &l.vp) else {
+            return;
+        };
+        let at = e.offset_x() as f64 - MARGIN_LEFT;
+        let w = zoom_px(vp, at, 1.0 / wheel_zoom(&e), layout.0.x_end() as f64);
+        l.on_window.emit(Some(w));
+    }
+}
+
+/// What [`use_timeline_drawing`] draws with.
+struct TimelineDrawing<'a> {
+    p: &'a Props,
+    canvas: &'a NodeRef,
+    overview: &'a NodeRef,
+    live: &'a SharedLive,
+    ui: &'a Ui,
+    window: (f64, f64),
+    time: Option<Arc<TimeMap>>,
+    resize_tick: u32,
+}
+
+/// Draws the plot and the overview when what is drawn changes (not on hover: the tooltip is a
+/// DOM element), and keeps the drawn viewport for the pointer.
+#[hook]
+fn use_timeline_drawing(d: TimelineDrawing<'_>) {
+    let p = d.p;
+    let (canvas, overview, live, on_painted) = (
+        d.canvas.clone(),
+        d.overview.clone(),
+        d.live.clone(),
+        p.on_painted.clone(),
+    );
+    let deps = (
+        (p.layout.clone(), d.window, p.selected, p.matches.clone()),
+        d.time.as_ref().map(|t| Arc::as_ptr(t) as usize),
+        d.resize_tick,
+        (p.colours.clone(), p.filter, p.reserved.clone()),
+        (p.capacity.clone(), theme::is_dark()),
+    );
+    let time = d.time;
+    let (drawn_vp, ruler_on) = (d.ui.drawn_vp.clone(), d.ui.ruler.is_some());
+    use_effect_with(deps, move |deps| {
+        let ((layout, window, selected, matches), _, _, (colours, filter, reserved), (cap, _)) =
+            deps;
+        if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+            let t0 = now_ms();
+            let drawn = draw_timeline(
+                &c,
+                &layout.0,
+                window.0,
+                window.1,
+                DrawOptions {
+                    selected: *selected,
+                    matches: matches.as_ref().map(|m| m.0.as_ref()),
+                    time: time.clone(),
+                    colours: colours.as_ref().map(|c| c.index.as_slice()),
+                    filter: *filter,
+                    reserved: reserved.as_ref().map(|r| r.0.as_ref()),
+                    capacity: cap.clone(),
+                },
+            );
+            log_draw(&c, now_ms() - t0);
+            mark_drawn(&c, drawn.as_ref(), cap.as_ref());
+            if let Some((vp, _, _)) = &drawn {
+                if ruler_on {
+                    drawn_vp.set(Some(vp.clone()));
+                }
+            }
+            live.borrow_mut().vp = drawn.map(|d| d.0);
+        }
+        if let Some(o) = overview.cast::<HtmlCanvasElement>() {
+            draw_overview(&o, &layout.0, window.0, window.1, time);
+        }
+        on_painted.emit(());
+    });
+}
+
+/// The canvas's attributes after a draw (for the browser tests and benchmarks).
+fn mark_drawn(c: &HtmlCanvasElement, drawn: Option<&Drawn>, cap: Option<&(u64, String)>) {
+    if let Some((_, st, tm)) = drawn {
+        set_attr(c, "data-rects", &st.rects.to_string());
+        set_attr(c, "data-bands", &st.elements_visited.to_string());
+        set_attr(c, "data-render-ms", &format!("{:.2}", tm.render_ms));
+        set_attr(c, "data-paint-ms", &format!("{:.2}", tm.paint_ms));
+    }
+    if let Some(((vp, _, _), (bytes, _))) = drawn.zip(cap) {
+        let y = MARGIN_TOP + vp.y_px(*bytes as f64);
+        set_attr(c, "data-capacity-bytes", &bytes.to_string());
+        set_attr(c, "data-capacity-px", &format!("{y:.2}"));
+    } else {
+        let _ = c.remove_attribute("data-capacity-bytes");
+        let _ = c.remove_attribute("data-capacity-px");
+    }
+    if let Some((vp, _, _)) = drawn {
+        set_attr(c, "data-y-max-bytes", &format!("{:.0}", vp.y1_bytes));
+    }
+}
+
+/// The cursor line, placed through the viewport just drawn.
+#[hook]
+fn use_cursor_line(
+    p: &Props,
+    line: &NodeRef,
+    live: &SharedLive,
+    window: (f64, f64),
+    resize_tick: u32,
+) {
+    let (line, live) = (line.clone(), live.clone());
+    let deps = (p.cursor, window, resize_tick, p.layout.clone(), p.time_axis);
+    use_effect_with(deps, move |(cursor, ..)| {
+        let px = cursor
+            .zip(live.borrow().vp.clone())
+            .map(|(x, vp)| vp.x_px(x));
+        if let Some(el) = line.cast::<web_sys::HtmlElement>() {
+            let style = match px {
+                Some(px) => format!("left:{:.1}px", MARGIN_LEFT + px),
+                None => "display:none".to_string(),
+            };
+            let _ = el.set_attribute("style", &style);
+        }
+    });
+}
+
+/// The plot's mouse handlers.
+struct PlotMouse {
+    down: Callback<MouseEvent>,
+    moved: Callback<MouseEvent>,
+    up: Callback<MouseEvent>,
+    leave: Callback<MouseEvent>,
+    double: Callback<MouseEvent>,
+}
+
+/// The element under the pointer, timed into the canvas's `data-hit-ms`.
+fn hit_test(live: &SharedLive, canvas: &NodeRef, e: &MouseEvent) -> Option<u32> {
+    let l = live.borrow();
+    let (layout, vp) = (l.layout.as_ref()?, l.vp.as_ref()?);
+    let (x, y) = (
+        e.offset_x() as f64 - MARGIN_LEFT,
+        e.offset_y() as f64 - MARGIN_TOP,
+    );
+    if x < 0.0 || y < 0.0 || x > vp.width_px || y > vp.height_px {
+        return None;
+    }
+    let t0 = now_ms();
+    let h = layout.0.hit(vp.x_data(x), vp.y_data(y)).map(|e| e as u32);
+    if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+        set_attr(&c, "data-hit-ms", &format!("{:.3}", now_ms() - t0));
+    }
+    h
+}
+
+/// Drag to pan, shift-drag to zoom to a range, alt-drag to measure, hover for the tooltip (and
+/// the cursor), click to pin, double-click to show the whole trace.
+fn plot_mouse(
+    p: &Props,
+    live: &SharedLive,
+    press: &PressCell<AtPress>,
+    ui: &Ui,
+    canvas: &NodeRef,
+) -> PlotMouse {
+    let down = {
+        let (press, live) = (press.clone(), live.clone());
+        Callback::from(move |e: MouseEvent| {
+            press.begin(&e, || AtPress {
+                vp: live.borrow().vp.clone(),
+                mode: if e.alt_key() {
+                    DragMode::Measure
+                } else if e.shift_key() {
+                    DragMode::Box
+                } else {
+                    DragMode::Pan
+                },
+            })
+        })
+    };
+    let moved = {
+        let (press, live, ui, canvas) = (press.clone(), live.clone(), ui.clone(), canvas.clone());
+        let on_cursor = p.on_cursor.clone();
+        Callback::from(move |e: MouseEvent| {
+            let at = data_at(&live.borrow().vp, &e);
+            *ui.pointer.borrow_mut() = at;
+            if let (Some(cb), Some((x, _))) = (&on_cursor, at) {
+                cb.emit(x);
+            }
+            let dragged = press.drag(&e, |pr, (dx, _)| drag_to(&live.borrow(), &ui, pr, dx, at));
+            if dragged.is_some() {
+                ui.hover.set(None);
+                return;
+            }
+            let h = hit_test(&live, &canvas, &e);
+            set_hover(
+                &ui.hover,
+                h.map(|el| (el, e.offset_x() as f64, e.offset_y() as f64)),
+            );
+        })
+    };
+    let up = {
+        let (press, on_pin, live, ui, canvas) = (
+            press.clone(),
+            p.on_pin.clone(),
+            live.clone(),
+            ui.clone(),
+            canvas.clone(),
+        );
+        Callback::from(move |e: MouseEvent| {
+            let Some(d) = press.release() else { return };
+            if !d.moved {
+                if d.at_start.mode != DragMode::Measure {
+                    on_pin.emit(hit_test(&live, &canvas, &e));
+                }
+                return;
+            }
+            if d.at_start.mode == DragMode::Box {
+                ui.boxsel.set(None);
+                box_zoom(&live.borrow(), &d, e.offset_x() as f64 - MARGIN_LEFT);
+            }
+        })
+    };
+    let leave = {
+        let (press, ui) = (press.clone(), ui.clone());
+        Callback::from(move |_| {
+            press.cancel();
+            ui.boxsel.set(None);
+            ui.hover.set(None);
+        })
+    };
+    let double = {
+        let on_window = p.on_window.clone();
+        Callback::from(move |_| on_window.emit(None))
+    };
+    PlotMouse {
+        down,
+        moved,
+        up,
+        leave,
+        double,
+    }
+}
+
+/// A drag `dx` pixels from where it began: pans, stretches the zoom box, or draws the ruler to
+/// `at` (the data-space point under the pointer).
+fn drag_to(l: &Live, ui: &Ui, pr: &Press<AtPress>, dx: f64, at: Option<(f64, f64)>) {
+    let (Some(layout), Some(vp)) = (&l.layout, &pr.at_start.vp) else {
+        return;
+    };
+    let (start_px, start_y_px) = (pr.start.0 - MARGIN_LEFT, pr.start.1 - MARGIN_TOP);
+    match pr.at_start.mode {
+        DragMode::Pan => l.on_window.emit(Some(window_of_px(
+            vp,
+            -dx,
+            vp.width_px - dx,
+            layout.0.x_end() as f64,
+        ))),
+        DragMode::Box => {
+            let px = (start_px + dx).clamp(0.0, vp.width_px);
+            ui.boxsel.set(Some((start_px, px)));
+        }
+        DragMode::Measure => {
+            let a = (vp.x_data(start_px), vp.y_data(start_y_px));
+            if let Some(b) = at {
+                ui.ruler.set(Some(Ruler { a, b }));
+                ui.drawn_vp.set(Some(vp.clone()));
+            }
+        }
+    }
+}
+
+/// A box zoom released at plot pixel `px`: shows the range between it and where it began, if
+/// it is at least 3 pixels wide.
+fn box_zoom(l: &Live, d: &Press<AtPress>, px: f64) {
+    let (Some(layout), Some(vp)) = (&l.layout, &d.at_start.vp) else {
+        return;
+    };
+    let start_px = d.start.0 - MARGIN_LEFT;
+    let (a, b) = (start_px.min(px), start_px.max(px));
+    let (a, b) = (a.clamp(0.0, vp.width_px), b.clamp(0.0, vp.width_px));
+    if b - a >= 3.0 {
+        l.on_window
+            .emit(Some(window_of_px(vp, a, b, layout.0.x_end() as f64)));
+    }
+}
+
+/// The keys of [`KEYS`]: zoom, pan, reset, the ruler (`m`), the overlay (`?`), Escape.
+fn timeline_keys(p: &Props, live: &SharedLive, ui: &Ui, x_end: f64) -> Callback<KeyboardEvent> {
+    let (on_window, live, ui) = (p.on_window.clone(), live.clone(), ui.clone());
+    Callback::from(move |e: KeyboardEvent| {
+        if e.ctrl_key() || e.meta_key() {
+            return;
+        }
+        let l = live.borrow();
+        let Some(vp) = &l.vp else { return };
+        let (w, mid) = (vp.width_px, vp.width_px / 2.0);
+        let win = match e.key().as_str() {
+            "+" | "=" | "w" | "W" => Some(zoom_px(vp, mid, 0.8, x_end)),
+            "-" | "_" | "s" | "S" => Some(zoom_px(vp, mid, 1.25, x_end)),
+            "ArrowLeft" | "a" | "A" => Some(window_of_px(vp, -0.1 * w, 0.9 * w, x_end)),
+            "ArrowRight" | "d" | "D" => Some(window_of_px(vp, 0.1 * w, 1.1 * w, x_end)),
+            "0" | "Home" => None,
+            "?" => {
+                ui.show_keys.set(!*ui.show_keys);
+                e.prevent_default();
+                return;
+            }
+            "Escape" => {
+                ui.show_keys.set(false);
+                ui.ruler.set(None);
+                *ui.ruler_anchor.borrow_mut() = None;
+                return;
+            }
+            "m" | "M" => {
+                ruler_key(&ui, vp);
+                e.prevent_default();
+                return;
+            }
+            _ => return,
+        };
+        e.prevent_default();
+        on_window.emit(win);
+    })
+}
+
+/// `m`: the first press marks the point under the pointer, the second draws the ruler to the
+/// point under it then, a third clears it.
+fn ruler_key(ui: &Ui, vp: &Viewport) {
+    let at = *ui.pointer.borrow();
+    let first = *ui.ruler_anchor.borrow();
+    match (first, at, ui.ruler.is_some()) {
+        (_, _, true) => ui.ruler.set(None),
+        (None, Some(a), false) => *ui.ruler_anchor.borrow_mut() = Some(a),
+        (Some(a), Some(b), false) => {
+            *ui.ruler_anchor.borrow_mut() = None;
+            ui.drawn_vp.set(Some(vp.clone()));
+            ui.ruler.set(Some(Ruler { a, b }));
+        }
+        _ => {}
+    }
+}
+
+/// The overview strip: click or drag to move the window there. Returns (mousedown, mousemove).
+fn overview_mouse(
+    p: &Props,
+    overview: &NodeRef,
+    window: (f64, f64),
+    time: Option<Arc<TimeMap>>,
+    x_end: f64,
+) -> (Callback<MouseEvent>, Callback<MouseEvent>) {
+    let (overview, on_window, layout) = (overview.clone(), p.on_window.clone(), p.layout.clone());
+    let overview_move = move |e: &MouseEvent| {
+        let Some(o) = overview.cast::<HtmlCanvasElement>() else {
+            return;
+        };
+        let full = overview_viewport(
+            &layout.0,
+            o.client_width() as f64,
+            o.client_height() as f64,
+            time.clone(),
+        );
+        let at = full.x_data(e.offset_x() as f64 - MARGIN_LEFT);
+        let half = (window.1 - window.0) / 2.0;
+        on_window.emit(Some(clamp_window(at - half, at + half, x_end)));
+    };
+    let down = {
+        let m = overview_move.clone();
+        Callback::from(move |e: MouseEvent| m(&e))
+    };
+    let moved = Callback::from(move |e: MouseEvent| {
+        if e.buttons() & 1 == 1 {
+            overview_move(&e)
+        }
+    });
+    (down, moved)
+}
+
+/// The `?` overlay listing [`KEYS`], when shown.
+fn keys_overlay(show_keys: &UseStateHandle<bool>) -> Html {
+    if !**show_keys {
+        return Html::default();
+    }
+    let close = {
+        let show_keys = show_keys.clone();
+        Callback::from(move |_: MouseEvent| show_keys.set(false))
+    };
+    html! {
+        <div class="keys-overlay" data-testid="keys-overlay" role="dialog" aria-label="keys">
+            <div class="keys-title">{ "Keys of the timeline" }
+                <button class="link" onclick={close}>{ "close" }</button></div>
+            <table>
+                { for KEYS.iter().map(|(k, what)| html! {
+                    <tr data-key={*k}><td><kbd>{ *k }</kbd></td><td>{ *what }</td></tr>
+                }) }
+            </table>
         </div>
     }
 }
