@@ -136,247 +136,25 @@ fn row_list(a: &Arena, v: Val, what: &str, warnings: &mut Vec<String>) -> RowLis
 /// Turns decoded values into a [`Snapshot`].
 pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot, DecodeError> {
     let mut warnings = Vec::new();
-
-    let (segments_val, traces_val, segments_only) = if a.is_dict(top) {
-        let s = a.get(top, "segments");
-        let t = a.get(top, "device_traces");
-        if s.is_none() && t.is_none() {
-            let keys: Vec<String> = a
-                .dict_items(top)
-                .map(|items| {
-                    items
-                        .iter()
-                        .take(6)
-                        .filter_map(|(k, _)| a.as_str(*k).map(|s| format!("'{s}'")))
-                        .collect()
-                })
-                .unwrap_or_default();
-            return Err(DecodeError::NotASnapshot(if a.row_of(top).is_some() {
-                "top-level value is a single trace entry".into()
-            } else {
-                format!(
-                    "top-level dict has neither 'segments' nor 'device_traces' (keys: {})",
-                    keys.join(", ")
-                )
-            }));
-        }
-        (s, t, false)
-    } else if let Some(n) = a.seq_len(top) {
-        // A bare list is `memory_snapshot()` output: it must hold segment dicts (or be empty).
-        let ok = n == 0
-            || a.seq(top)
-                .map(|mut i| i.all(|x| a.is_dict(x) && a.get(x, "total_size").is_some()))
-                .unwrap_or(false);
-        if !ok {
-            return Err(DecodeError::NotASnapshot(
-                "top-level list does not hold segment dicts".into(),
-            ));
-        }
-        (Some(top), None, true)
-    } else {
-        return Err(DecodeError::NotASnapshot(format!(
-            "top-level value is {}",
-            kind_of(&a, top)
-        )));
+    let (segments_val, traces_val, segments_only) = top_level(&a, top)?;
+    let (segments, blocks) = match segments_val {
+        Some(sv) => read_segments(&mut a, sv, &mut warnings),
+        None => (Vec::new(), Vec::new()),
     };
-
-    // ---- segments and blocks
-    let mut segments = Vec::new();
-    let mut blocks = Vec::new();
-    if let Some(sv) = segments_val {
-        let segs: Vec<Val> = match a.seq(sv) {
-            Some(i) => i.collect(),
-            None => {
-                warnings.push(format!(
-                    "'segments' is {}, not a list; ignored",
-                    kind_of(&a, sv)
-                ));
-                Vec::new()
-            }
-        };
-        let segment_type_key = a.strings.intern("segment_type");
-        let _ = segment_type_key;
-        for (si, s) in segs.into_iter().enumerate() {
-            if !a.is_dict(s) {
-                warnings.push(format!(
-                    "segment {si} is {}, not a dict; skipped",
-                    kind_of(&a, s)
-                ));
-                continue;
-            }
-            let address = get_u64(&a, s, "address").unwrap_or(0);
-            let total = get_u64(&a, s, "total_size").unwrap_or(0);
-            let device_raw = a.get(s, "device").and_then(|v| a.as_i64(v)).unwrap_or(0);
-            let device = u32::try_from(device_raw).unwrap_or_else(|_| {
-                warnings.push(format!(
-                    "segment {si} has device {device_raw}; counted as device 0"
-                ));
-                0
-            });
-            let stream = a
-                .get(s, "stream")
-                .and_then(|v| a.as_i64(v).map(|i| i as u64).or_else(|| a.as_u64(v)))
-                .unwrap_or(0);
-            let segment_type = a
-                .get(s, "segment_type")
-                .and_then(|v| if let Val::Str(x) = v { Some(x) } else { None })
-                .unwrap_or(StrId::EMPTY);
-            let pool_id = pair(&a, a.get(s, "segment_pool_id"));
-            let is_expandable = matches!(
-                a.get(s, "is_expandable"),
-                Some(Val::Bool(true)) | Some(Val::Int(1))
-            );
-            let seg_frames = a.get(s, "frames");
-            let stack = seg_frames
-                .map(|f| a.intern_stack(f))
-                .unwrap_or(StackId::EMPTY);
-            let b0 = blocks.len() as u32;
-            let mut cursor = address;
-            let mut sum = 0u64;
-            if let Some(bl) = a.get(s, "blocks") {
-                let items: Vec<Val> = a.seq(bl).map(|i| i.collect()).unwrap_or_default();
-                for b in items {
-                    if !a.is_dict(b) {
-                        continue;
-                    }
-                    let size = get_u64(&a, b, "size").unwrap_or(0);
-                    let history_first = a
-                        .get(b, "history")
-                        .and_then(|h| a.seq(h))
-                        .and_then(|mut i| i.next());
-                    let addr_opt = get_u64(&a, b, "address");
-                    let legacy = addr_opt.is_none() || history_first.is_some();
-                    let baddr = addr_opt.unwrap_or(cursor);
-                    let requested = match get_u64(&a, b, "requested_size") {
-                        Some(r) => r,
-                        None => history_first
-                            .and_then(|h| get_u64(&a, h, "real_size"))
-                            .unwrap_or(size),
-                    };
-                    let state = match a.get(b, "state").and_then(|v| a.as_str(v)) {
-                        Some("active_allocated") => BlockState::ActiveAllocated,
-                        Some("active_pending_free") | Some("active_awaiting_free") => {
-                            BlockState::ActivePendingFree
-                        }
-                        Some("inactive") => BlockState::Inactive,
-                        _ => BlockState::Unknown,
-                    };
-                    let frames = a
-                        .get(b, "frames")
-                        .or_else(|| history_first.and_then(|h| a.get(h, "frames")));
-                    let stack = frames.map(|f| a.intern_stack(f)).unwrap_or(StackId::EMPTY);
-                    blocks.push(Block {
-                        address: baddr,
-                        size_bytes: size,
-                        requested_size_bytes: requested,
-                        state,
-                        stack,
-                        legacy,
-                    });
-                    cursor = baddr.wrapping_add(size);
-                    sum = sum.wrapping_add(size);
-                }
-            }
-            if sum != total {
-                warnings.push(format!(
-                    "segment {si} at 0x{address:x}: blocks add up to {sum} bytes, not its total_size {total}"
-                ));
-            }
-            segments.push(Segment {
-                device,
-                address,
-                total_size_bytes: total,
-                allocated_size_bytes: get_u64(&a, s, "allocated_size").unwrap_or(0),
-                active_size_bytes: get_u64(&a, s, "active_size").unwrap_or(0),
-                requested_size_bytes: get_u64(&a, s, "requested_size").unwrap_or(0),
-                stream,
-                segment_type,
-                pool_id,
-                is_expandable,
-                stack,
-                blocks: b0..blocks.len() as u32,
-            });
-        }
-    }
-
-    // ---- traces: which rows belong to which device, then columns in device order
-    let mut lists: Vec<(u32, RowList)> = Vec::new();
-    if let Some(tv) = traces_val {
-        match a.seq(tv) {
-            Some(items) => {
-                let items: Vec<Val> = items.collect();
-                for (d, l) in items.into_iter().enumerate() {
-                    let rl = row_list(&a, l, &format!("device_traces[{d}]"), &mut warnings);
-                    lists.push((d as u32, rl));
-                }
-            }
-            None => warnings.push(format!(
-                "'device_traces' is {}, not a list; ignored",
-                kind_of(&a, tv)
-            )),
-        }
-    }
+    let lists = trace_lists(&a, traces_val, &mut warnings);
     let host_list = if segments_only {
         None
     } else {
         a.get(top, "host_traces")
             .map(|v| row_list(&a, v, "host_traces", &mut warnings))
     };
-
     let used: usize = lists.iter().map(|(_, l)| l.len()).sum();
     let host_len = host_list.as_ref().map(|l| l.len()).unwrap_or(0);
     if segments.is_empty() && used + host_len == 0 && !warnings.is_empty() {
         return Err(DecodeError::NotASnapshot(nothing_usable(&warnings)));
     }
-
-    let mut rows = std::mem::take(&mut a.rows);
-    rows.shrink_to_fit();
-    if rows.odd_values > 0 {
-        warnings.push(format!(
-            "{} trace entry fields had values of the wrong type or sign (read as 0)",
-            rows.odd_values
-        ));
-    }
-    let total_rows = rows.len();
-    // Row ids in output order; identity (the common case) lets the columns move without a copy.
-    let mut identity = true;
-    let mut next = 0u32;
-    let mut device_traces = Vec::new();
-    for (d, l) in &lists {
-        let start = next;
-        match l {
-            RowList::Range(s, e) => {
-                if *s != next {
-                    identity = false;
-                }
-                next += e - s;
-            }
-            RowList::Rows(v) => {
-                for &r in v {
-                    if r != next {
-                        identity = false;
-                    }
-                    next += 1;
-                }
-            }
-        }
-        device_traces.push(DeviceTrace {
-            device: *d,
-            rows: start..next,
-        });
-    }
-    let trace;
-    let mut host_trace = TraceColumns::default();
-    if identity && used == total_rows && host_len == 0 {
-        trace = columns_from_rows(&a, rows);
-    } else {
-        let order: Vec<u32> = lists.iter().flat_map(|(_, l)| list_iter(l)).collect();
-        trace = gather(&a, &rows, &order);
-        if let Some(h) = &host_list {
-            let order: Vec<u32> = list_iter(h).collect();
-            host_trace = gather(&a, &rows, &order);
-        }
-    }
+    let (trace, device_traces, host_trace) =
+        arrange_trace(&mut a, &lists, host_list.as_ref(), &mut warnings);
 
     // ---- the rest of the top-level dict
     let (allocator_settings, host_segments, external_annotations) = if segments_only {
@@ -384,39 +162,7 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
     } else {
         let settings = a.get(top, "allocator_settings").map(|v| to_json(&a, v));
         let host = a.get(top, "host_segments").map(|v| to_json(&a, v));
-        let mut ann = Vec::new();
-        if let Some(v) = a.get(top, "external_annotations") {
-            let items: Vec<Val> = a.seq(v).map(|i| i.collect()).unwrap_or_default();
-            for x in items {
-                if !a.is_dict(x) {
-                    continue;
-                }
-                let name = a
-                    .get(x, "name")
-                    .and_then(|v| if let Val::Str(s) = v { Some(s) } else { None })
-                    .unwrap_or(StrId::EMPTY);
-                let stage = a
-                    .get(x, "stage")
-                    .and_then(|v| if let Val::Str(s) = v { Some(s) } else { None })
-                    .unwrap_or(StrId::EMPTY);
-                let device = a
-                    .get(x, "device")
-                    .and_then(|v| a.as_i64(v))
-                    .and_then(|d| u32::try_from(d).ok())
-                    .unwrap_or(0);
-                let time_us = a
-                    .get(x, "time_us")
-                    .and_then(|v| a.as_i64(v))
-                    .unwrap_or(TIME_NONE);
-                ann.push(ExternalAnnotation {
-                    device,
-                    time_us,
-                    name,
-                    stage,
-                });
-            }
-        }
-        (settings, host, ann)
+        (settings, host, read_annotations(&a, top))
     };
 
     let interner = std::mem::take(&mut a.stack_interner);
@@ -441,6 +187,314 @@ pub fn normalize(mut a: Arena, top: Val, encoding: Encoding) -> Result<Snapshot,
     let w = trace_warnings(&snap);
     snap.warnings.extend(w);
     Ok(snap)
+}
+
+/// Which layout the top-level value has: (segments, device traces, whether it is a bare list
+/// of segments), or why it is not a snapshot.
+fn top_level(a: &Arena, top: Val) -> Result<(Option<Val>, Option<Val>, bool), DecodeError> {
+    if a.is_dict(top) {
+        let s = a.get(top, "segments");
+        let t = a.get(top, "device_traces");
+        if s.is_none() && t.is_none() {
+            let keys: Vec<String> = a
+                .dict_items(top)
+                .map(|items| {
+                    items
+                        .iter()
+                        .take(6)
+                        .filter_map(|(k, _)| a.as_str(*k).map(|s| format!("'{s}'")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Err(DecodeError::NotASnapshot(if a.row_of(top).is_some() {
+                "top-level value is a single trace entry".into()
+            } else {
+                format!(
+                    "top-level dict has neither 'segments' nor 'device_traces' (keys: {})",
+                    keys.join(", ")
+                )
+            }));
+        }
+        Ok((s, t, false))
+    } else if let Some(n) = a.seq_len(top) {
+        // A bare list is `memory_snapshot()` output: it must hold segment dicts (or be empty).
+        let ok = n == 0
+            || a.seq(top)
+                .map(|mut i| i.all(|x| a.is_dict(x) && a.get(x, "total_size").is_some()))
+                .unwrap_or(false);
+        if !ok {
+            return Err(DecodeError::NotASnapshot(
+                "top-level list does not hold segment dicts".into(),
+            ));
+        }
+        Ok((Some(top), None, true))
+    } else {
+        Err(DecodeError::NotASnapshot(format!(
+            "top-level value is {}",
+            kind_of(a, top)
+        )))
+    }
+}
+
+/// The segments and their blocks (blocks of segment `i` are `segments[i].blocks`).
+fn read_segments(a: &mut Arena, sv: Val, warnings: &mut Vec<String>) -> (Vec<Segment>, Vec<Block>) {
+    let mut segments = Vec::new();
+    let mut blocks = Vec::new();
+    let segs: Vec<Val> = match a.seq(sv) {
+        Some(i) => i.collect(),
+        None => {
+            warnings.push(format!(
+                "'segments' is {}, not a list; ignored",
+                kind_of(a, sv)
+            ));
+            Vec::new()
+        }
+    };
+    let segment_type_key = a.strings.intern("segment_type");
+    let _ = segment_type_key;
+    for (si, s) in segs.into_iter().enumerate() {
+        if !a.is_dict(s) {
+            warnings.push(format!(
+                "segment {si} is {}, not a dict; skipped",
+                kind_of(a, s)
+            ));
+            continue;
+        }
+        segments.push(read_segment(a, si, s, &mut blocks, warnings));
+    }
+    (segments, blocks)
+}
+
+/// Segment `si` (a dict), its blocks appended to `blocks`.
+fn read_segment(
+    a: &mut Arena,
+    si: usize,
+    s: Val,
+    blocks: &mut Vec<Block>,
+    warnings: &mut Vec<String>,
+) -> Segment {
+    let address = get_u64(a, s, "address").unwrap_or(0);
+    let total = get_u64(a, s, "total_size").unwrap_or(0);
+    let device_raw = a.get(s, "device").and_then(|v| a.as_i64(v)).unwrap_or(0);
+    let device = u32::try_from(device_raw).unwrap_or_else(|_| {
+        warnings.push(format!(
+            "segment {si} has device {device_raw}; counted as device 0"
+        ));
+        0
+    });
+    let stream = a
+        .get(s, "stream")
+        .and_then(|v| a.as_i64(v).map(|i| i as u64).or_else(|| a.as_u64(v)))
+        .unwrap_or(0);
+    let segment_type = a
+        .get(s, "segment_type")
+        .and_then(|v| if let Val::Str(x) = v { Some(x) } else { None })
+        .unwrap_or(StrId::EMPTY);
+    let pool_id = pair(a, a.get(s, "segment_pool_id"));
+    let is_expandable = matches!(
+        a.get(s, "is_expandable"),
+        Some(Val::Bool(true)) | Some(Val::Int(1))
+    );
+    let seg_frames = a.get(s, "frames");
+    let stack = seg_frames
+        .map(|f| a.intern_stack(f))
+        .unwrap_or(StackId::EMPTY);
+    let b0 = blocks.len() as u32;
+    let sum = match a.get(s, "blocks") {
+        Some(bl) => read_blocks(a, bl, address, blocks),
+        None => 0,
+    };
+    if sum != total {
+        warnings.push(format!(
+            "segment {si} at 0x{address:x}: blocks add up to {sum} bytes, not its total_size {total}"
+        ));
+    }
+    Segment {
+        device,
+        address,
+        total_size_bytes: total,
+        allocated_size_bytes: get_u64(a, s, "allocated_size").unwrap_or(0),
+        active_size_bytes: get_u64(a, s, "active_size").unwrap_or(0),
+        requested_size_bytes: get_u64(a, s, "requested_size").unwrap_or(0),
+        stream,
+        segment_type,
+        pool_id,
+        is_expandable,
+        stack,
+        blocks: b0..blocks.len() as u32,
+    }
+}
+
+/// A segment's blocks, from `address` on (legacy blocks without an address follow each other).
+/// Returns the bytes they add up to.
+fn read_blocks(a: &mut Arena, bl: Val, address: u64, blocks: &mut Vec<Block>) -> u64 {
+    let mut cursor = address;
+    let mut sum = 0u64;
+    let items: Vec<Val> = a.seq(bl).map(|i| i.collect()).unwrap_or_default();
+    for b in items {
+        if !a.is_dict(b) {
+            continue;
+        }
+        let size = get_u64(a, b, "size").unwrap_or(0);
+        let history_first = a
+            .get(b, "history")
+            .and_then(|h| a.seq(h))
+            .and_then(|mut i| i.next());
+        let addr_opt = get_u64(a, b, "address");
+        let legacy = addr_opt.is_none() || history_first.is_some();
+        let baddr = addr_opt.unwrap_or(cursor);
+        let requested = match get_u64(a, b, "requested_size") {
+            Some(r) => r,
+            None => history_first
+                .and_then(|h| get_u64(a, h, "real_size"))
+                .unwrap_or(size),
+        };
+        let state = match a.get(b, "state").and_then(|v| a.as_str(v)) {
+            Some("active_allocated") => BlockState::ActiveAllocated,
+            Some("active_pending_free") | Some("active_awaiting_free") => {
+                BlockState::ActivePendingFree
+            }
+            Some("inactive") => BlockState::Inactive,
+            _ => BlockState::Unknown,
+        };
+        let frames = a
+            .get(b, "frames")
+            .or_else(|| history_first.and_then(|h| a.get(h, "frames")));
+        let stack = frames.map(|f| a.intern_stack(f)).unwrap_or(StackId::EMPTY);
+        blocks.push(Block {
+            address: baddr,
+            size_bytes: size,
+            requested_size_bytes: requested,
+            state,
+            stack,
+            legacy,
+        });
+        cursor = baddr.wrapping_add(size);
+        sum = sum.wrapping_add(size);
+    }
+    sum
+}
+
+/// Which rows belong to which device (`device_traces[d]`).
+fn trace_lists(
+    a: &Arena,
+    traces_val: Option<Val>,
+    warnings: &mut Vec<String>,
+) -> Vec<(u32, RowList)> {
+    let mut lists: Vec<(u32, RowList)> = Vec::new();
+    if let Some(tv) = traces_val {
+        match a.seq(tv) {
+            Some(items) => {
+                let items: Vec<Val> = items.collect();
+                for (d, l) in items.into_iter().enumerate() {
+                    let rl = row_list(a, l, &format!("device_traces[{d}]"), warnings);
+                    lists.push((d as u32, rl));
+                }
+            }
+            None => warnings.push(format!(
+                "'device_traces' is {}, not a list; ignored",
+                kind_of(a, tv)
+            )),
+        }
+    }
+    lists
+}
+
+/// The trace as columns in device order (each device's rows together), the devices' row
+/// ranges, and the host trace.
+fn arrange_trace(
+    a: &mut Arena,
+    lists: &[(u32, RowList)],
+    host_list: Option<&RowList>,
+    warnings: &mut Vec<String>,
+) -> (TraceColumns, Vec<DeviceTrace>, TraceColumns) {
+    let used: usize = lists.iter().map(|(_, l)| l.len()).sum();
+    let host_len = host_list.map(|l| l.len()).unwrap_or(0);
+    let mut rows = std::mem::take(&mut a.rows);
+    rows.shrink_to_fit();
+    if rows.odd_values > 0 {
+        warnings.push(format!(
+            "{} trace entry fields had values of the wrong type or sign (read as 0)",
+            rows.odd_values
+        ));
+    }
+    let total_rows = rows.len();
+    // Row ids in output order; identity (the common case) lets the columns move without a copy.
+    let mut identity = true;
+    let mut next = 0u32;
+    let mut device_traces = Vec::new();
+    for (d, l) in lists {
+        let start = next;
+        match l {
+            RowList::Range(s, e) => {
+                if *s != next {
+                    identity = false;
+                }
+                next += e - s;
+            }
+            RowList::Rows(v) => {
+                for &r in v {
+                    if r != next {
+                        identity = false;
+                    }
+                    next += 1;
+                }
+            }
+        }
+        device_traces.push(DeviceTrace {
+            device: *d,
+            rows: start..next,
+        });
+    }
+    if identity && used == total_rows && host_len == 0 {
+        return (
+            columns_from_rows(a, rows),
+            device_traces,
+            TraceColumns::default(),
+        );
+    }
+    let order: Vec<u32> = lists.iter().flat_map(|(_, l)| list_iter(l)).collect();
+    let trace = gather(a, &rows, &order);
+    let host_trace = match host_list {
+        Some(h) => gather(a, &rows, &list_iter(h).collect::<Vec<u32>>()),
+        None => TraceColumns::default(),
+    };
+    (trace, device_traces, host_trace)
+}
+
+/// `external_annotations`: the entries that are dicts.
+fn read_annotations(a: &Arena, top: Val) -> Vec<ExternalAnnotation> {
+    let mut ann = Vec::new();
+    let Some(v) = a.get(top, "external_annotations") else {
+        return ann;
+    };
+    let str_of = |x: Val, k: &str| {
+        a.get(x, k)
+            .and_then(|v| if let Val::Str(s) = v { Some(s) } else { None })
+            .unwrap_or(StrId::EMPTY)
+    };
+    let items: Vec<Val> = a.seq(v).map(|i| i.collect()).unwrap_or_default();
+    for x in items {
+        if !a.is_dict(x) {
+            continue;
+        }
+        let device = a
+            .get(x, "device")
+            .and_then(|v| a.as_i64(v))
+            .and_then(|d| u32::try_from(d).ok())
+            .unwrap_or(0);
+        let time_us = a
+            .get(x, "time_us")
+            .and_then(|v| a.as_i64(v))
+            .unwrap_or(TIME_NONE);
+        ann.push(ExternalAnnotation {
+            device,
+            time_us,
+            name: str_of(x, "name"),
+            stage: str_of(x, "stage"),
+        });
+    }
+    ann
 }
 
 /// What a value is, for messages: "a string", "an int", "a dict", ...
