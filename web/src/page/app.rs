@@ -10,7 +10,9 @@ use crate::page::panels::{
 };
 use crate::page::timeline::TimelineView;
 use crate::wire::clock::now_ms;
+use crate::wire::protocol::FileInfo;
 use gloo_events::{EventListener, EventListenerOptions};
+use memlens_core::layout::TimelineKind;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -63,62 +65,126 @@ pub fn app() -> Html {
     };
     let bridge: Option<Rc<Bridge>> = (*bridge).as_ref().ok().cloned();
     let bridge_error = use_state(|| None::<String>);
-
-    // Once: restore the hash, open `?src=`, and listen for drops and hash changes.
-    {
-        let (state, bridge) = (state.clone(), bridge.clone());
-        use_effect_with((), move |_| {
-            let h = HashState::parse(&location_hash());
-            if !h.is_empty() {
-                state.dispatch(Action::ApplyHash(h));
-            }
-            if let (Some(b), Some(src)) = (&bridge, src_param()) {
-                let name = src.rsplit('/').next().unwrap_or(&src).to_string();
-                b.open_url(&src, &name);
-            }
-            // Files a `memlens html` report embeds or `memlens serve` lists.
-            if let Some(b) = &bridge {
-                b.open_preloaded();
-            }
-            let mut listeners: Vec<EventListener> = Vec::new();
-            if let Some(w) = web_sys::window() {
-                let d = state.dispatcher();
-                listeners.push(EventListener::new(&w, "hashchange", move |_| {
-                    d.dispatch(Action::ApplyHash(HashState::parse(&location_hash())))
-                }));
-                // Both call preventDefault, so neither may be passive.
-                let active = EventListenerOptions::enable_prevent_default;
-                listeners.push(EventListener::new_with_options(
-                    &w,
-                    "dragover",
-                    active(),
-                    |e| e.prevent_default(),
-                ));
-                let b = bridge.clone();
-                listeners.push(EventListener::new_with_options(
-                    &w,
-                    "drop",
-                    active(),
-                    move |e| {
-                        e.prevent_default();
-                        let files = e
-                            .dyn_ref::<DragEvent>()
-                            .and_then(|e| e.data_transfer())
-                            .and_then(|dt| dt.files());
-                        if let Some(b) = &b {
-                            open_files(b, files);
-                        }
-                    },
-                ));
-            }
-            move || drop(listeners)
-        });
-    }
+    use_page_listeners(&state, &bridge);
     if bridge.is_none() && bridge_error.is_none() {
         bridge_error.set(Some("the decoding worker could not start".into()));
     }
+    use_worker_requests(&state, &bridge);
+    use_hash_mirror(&state);
+    let h = Handlers::new(&state, &bridge, &dark);
+    let info = state.current_info().cloned();
+    let device = state
+        .device
+        .or(info.as_ref().and_then(|i| i.default_device));
+    let summary = info
+        .as_ref()
+        .and_then(|i| i.devices.iter().find(|d| Some(d.device) == device).cloned());
+    let paint_ms = |ms: fn(&crate::page::app_state::FileEntry) -> Option<f64>| {
+        state
+            .current_file()
+            .and_then(ms)
+            .map(|ms| format!("{ms:.1}"))
+    };
+    let (first_paint, exact_paint) = (
+        paint_ms(|f| f.first_paint_ms),
+        paint_ms(|f| f.exact_paint_ms),
+    );
+    // "preview" while the timeline is drawn from a sampled first layout, "exact" after.
+    let layout_state =
+        state
+            .current_layout()
+            .map(|l| if l.0.is_preview() { "preview" } else { "exact" });
+    // File chosen → its (current device's) diagnosis received, for benchmarks.
+    let diagnosis_ms = state
+        .current_diagnosis()
+        .zip(state.current_file())
+        .map(|(d, f)| format!("{:.1}", d.received_ms - f.opened_ms));
+    let error = state.error.clone().or((*bridge_error).clone());
+    let body = view_body(&state, &bridge, &h);
+    html! {
+        <div id="memlens" class="app" data-state={if bridge.is_none() { "error" } else { state.page_state() }}
+            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-diagnosis-ms={diagnosis_ms} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
+            { toolbar(&state, info.as_deref(), device, &h, *dark) }
+            if let Some(e) = error {
+                <div class="banner-error" role="alert" data-testid="error">
+                    <span>{ format!("Could not open: {e}") }</span>
+                    <button class="link" onclick={h.dismiss.clone()}>{ "dismiss" }</button>
+                </div>
+            }
+            if let Some(s) = summary {
+                <SummaryStrip summary={s} />
+            }
+            <main class="content" key={if *dark { "dark" } else { "light" }}>{ body }</main>
+        </div>
+    }
+}
 
-    // Ask the worker for what the view needs.
+/// Once: restore the hash, open `?src=` and the files a report embeds, and listen for drops
+/// and hash changes.
+#[hook]
+fn use_page_listeners(state: &UseReducerHandle<AppState>, bridge: &Option<Rc<Bridge>>) {
+    let (state, bridge) = (state.clone(), bridge.clone());
+    use_effect_with((), move |_| {
+        let h = HashState::parse(&location_hash());
+        if !h.is_empty() {
+            state.dispatch(Action::ApplyHash(h));
+        }
+        if let (Some(b), Some(src)) = (&bridge, src_param()) {
+            let name = src.rsplit('/').next().unwrap_or(&src).to_string();
+            b.open_url(&src, &name);
+        }
+        // Files a `memlens html` report embeds or `memlens serve` lists.
+        if let Some(b) = &bridge {
+            b.open_preloaded();
+        }
+        let listeners = web_sys::window()
+            .map(|w| window_listeners(&w, &state, bridge))
+            .unwrap_or_default();
+        move || drop(listeners)
+    });
+}
+
+/// `hashchange`, and files dropped anywhere on the page.
+fn window_listeners(
+    w: &web_sys::Window,
+    state: &UseReducerHandle<AppState>,
+    bridge: Option<Rc<Bridge>>,
+) -> Vec<EventListener> {
+    let d = state.dispatcher();
+    let mut listeners = vec![EventListener::new(w, "hashchange", move |_| {
+        d.dispatch(Action::ApplyHash(HashState::parse(&location_hash())))
+    })];
+    // Both call preventDefault, so neither may be passive.
+    let active = EventListenerOptions::enable_prevent_default;
+    listeners.push(EventListener::new_with_options(
+        w,
+        "dragover",
+        active(),
+        |e| e.prevent_default(),
+    ));
+    listeners.push(EventListener::new_with_options(
+        w,
+        "drop",
+        active(),
+        move |e| {
+            e.prevent_default();
+            let files = e
+                .dyn_ref::<DragEvent>()
+                .and_then(|e| e.data_transfer())
+                .and_then(|dt| dt.files());
+            if let Some(b) = &bridge {
+                open_files(b, files);
+            }
+        },
+    ));
+    listeners
+}
+
+/// Asks the worker for what the view needs: the layout, the pinned element's context, the
+/// history's, search's and options' requests, the diagnosis, what grew in the window, the
+/// icicle.
+#[hook]
+fn use_worker_requests(state: &UseReducerHandle<AppState>, bridge: &Option<Rc<Bridge>>) {
     let key = state.layout_key();
     let have_layout = state.current_layout().is_some();
     {
@@ -133,28 +199,11 @@ pub fn app() -> Html {
     let have_context = state.context.as_ref().map(|(k, e, f, _)| (*k, *e, *f));
     // The pinned element's layout (the Active one in the Allocator State History).
     let element_key = state.element_key();
-    crate::page::history_view::use_state_requests(&state, bridge.clone());
-    crate::page::search::use_search_requests(&state, bridge.clone());
-    crate::page::timeline_options::use_option_requests(&state, bridge.clone());
-    // The Diagnosis view asks for its device's diagnosis, unless the worker sends it unasked
-    // (the default device of a file opened on a timeline).
-    {
-        let bridge = bridge.clone();
-        let want = (state.view() == View::Diagnosis && state.current_diagnosis().is_none())
-            .then(|| {
-                let info = state.current_info()?;
-                let device = state.device.or(info.default_device)?;
-                let unasked = Some(device) == info.default_device && info.layout_follows;
-                (!unasked).then_some((state.current?, device))
-            })
-            .flatten();
-        use_effect_with(want, move |want| {
-            if let (Some(b), Some((id, device))) = (&bridge, want) {
-                b.request_diagnosis(*id, *device);
-            }
-        });
-    }
-    crate::page::compare_view::use_compare_requests(&state, bridge.clone());
+    crate::page::history_view::use_state_requests(state, bridge.clone());
+    crate::page::search::use_search_requests(state, bridge.clone());
+    crate::page::timeline_options::use_option_requests(state, bridge.clone());
+    use_diagnosis_request(state, bridge);
+    crate::page::compare_view::use_compare_requests(state, bridge.clone());
     // The timeline's zoomed window: what grew between its ends.
     {
         let bridge = bridge.clone();
@@ -190,320 +239,358 @@ pub fn app() -> Html {
             },
         );
     }
-    // Mirror the view in the URL hash (replaceState: no history entry, no hashchange).
-    {
-        let h = state.hash();
-        use_effect_with(h, move |h| {
-            if !h.is_empty() {
-                let s = h.format();
-                if s != location_hash() {
-                    if let Some(hist) = web_sys::window().and_then(|w| w.history().ok()) {
-                        let _ = hist.replace_state_with_url(&JsValue::NULL, "", Some(&s));
-                    }
-                }
-            }
-        });
-    }
+}
 
-    let on_file_input = {
-        let bridge = bridge.clone();
-        Callback::from(move |e: Event| {
-            let Some(input) = e
-                .target()
-                .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
-            else {
-                return;
-            };
-            if let Some(b) = &bridge {
-                open_files(b, input.files());
-            }
-            input.set_value("");
+/// The Diagnosis view asks for its device's diagnosis, unless the worker sends it unasked (the
+/// default device of a file opened on a timeline).
+#[hook]
+fn use_diagnosis_request(state: &UseReducerHandle<AppState>, bridge: &Option<Rc<Bridge>>) {
+    let bridge = bridge.clone();
+    let want = (state.view() == View::Diagnosis && state.current_diagnosis().is_none())
+        .then(|| {
+            let info = state.current_info()?;
+            let device = state.device.or(info.default_device)?;
+            let unasked = Some(device) == info.default_device && info.layout_follows;
+            (!unasked).then_some((state.current?, device))
         })
-    };
-    let on_example = {
-        let bridge = bridge.clone();
-        Callback::from(move |_| {
-            if let Some(b) = &bridge {
-                b.open_url(EXAMPLE_URL, EXAMPLE_URL);
-            }
-        })
-    };
-    let on_select_file = {
-        let s = state.clone();
-        Callback::from(move |e: Event| {
-            if let Some(id) = select_value(&e).and_then(|v| v.parse().ok()) {
-                s.dispatch(Action::SelectFile(id));
-            }
-        })
-    };
-    let on_select_view = {
-        let s = state.clone();
-        Callback::from(move |e: Event| {
-            if let Some(v) = select_value(&e).and_then(|v| View::from_key(&v)) {
-                s.dispatch(Action::SelectView(v));
-            }
-        })
-    };
-    let on_select_device = {
-        let s = state.clone();
-        Callback::from(move |e: Event| {
-            if let Some(d) = select_value(&e).and_then(|v| v.parse().ok()) {
-                s.dispatch(Action::SelectDevice(d));
-            }
-        })
-    };
-    let on_window = {
-        let s = state.clone();
-        Callback::from(move |w: Option<(f64, f64)>| match w {
-            Some((a, b)) => s.dispatch(Action::SetWindow(a, b)),
-            None => s.dispatch(Action::ResetWindow),
-        })
-    };
-    let on_pin = {
-        let s = state.clone();
-        Callback::from(move |e: Option<u32>| s.dispatch(Action::Pin(e)))
-    };
-    let on_painted = {
-        let s = state.clone();
-        Callback::from(move |_| {
-            if let Some(f) = s.current_file() {
-                let preview = s.current_layout().map(|l| l.0.is_preview());
-                let ms = now_ms() - f.opened_ms;
-                if f.first_paint_ms.is_none() && preview.is_some() {
-                    web_sys::console::log_1(
-                        &format!(
-                            "memlens: {} first painted {ms:.0} ms after it was chosen{}",
-                            f.name,
-                            if preview == Some(true) {
-                                " (preview layout)"
-                            } else {
-                                ""
-                            }
-                        )
-                        .into(),
-                    );
-                    s.dispatch(Action::FirstPaint { id: f.id, ms });
-                }
-                if f.exact_paint_ms.is_none() && preview == Some(false) {
-                    if f.first_paint_ms.is_some() {
-                        web_sys::console::log_1(
-                            &format!("memlens: {} painted from the exact layout {ms:.0} ms after it was chosen", f.name).into(),
-                        );
-                    }
-                    s.dispatch(Action::ExactPaint { id: f.id, ms });
-                }
-            }
-        })
-    };
-    let on_theme = {
-        let dark = dark.clone();
-        Callback::from(move |_: MouseEvent| {
-            crate::page::theme::choose(!*dark);
-            dark.set(!*dark);
-        })
-    };
-    let dismiss = {
-        let s = state.clone();
-        Callback::from(move |_| s.dispatch(Action::DismissError))
-    };
+        .flatten();
+    use_effect_with(want, move |want| {
+        if let (Some(b), Some((id, device))) = (&bridge, want) {
+            b.request_diagnosis(*id, *device);
+        }
+    });
+}
 
-    let view = state.view();
-    let info = state.current_info().cloned();
-    let device = state
-        .device
-        .or(info.as_ref().and_then(|i| i.default_device));
-    let summary = info
-        .as_ref()
-        .and_then(|i| i.devices.iter().find(|d| Some(d.device) == device).cloned());
-    let first_paint = state
-        .current_file()
-        .and_then(|f| f.first_paint_ms)
-        .map(|ms| format!("{ms:.1}"));
-    let exact_paint = state
-        .current_file()
-        .and_then(|f| f.exact_paint_ms)
-        .map(|ms| format!("{ms:.1}"));
-    // "preview" while the timeline is drawn from a sampled first layout, "exact" after.
-    let layout_state =
-        state
-            .current_layout()
-            .map(|l| if l.0.is_preview() { "preview" } else { "exact" });
-
-    let body = match state.current_file() {
-        None => html! { <EmptyState on_example={on_example.clone()} /> },
-        Some(f) => match &f.status {
-            FileStatus::Loading { done, total } => {
-                let (b, id) = (bridge.clone(), f.id);
-                let on_cancel = Callback::from(move |_| {
-                    if let Some(b) = &b {
-                        b.cancel(id)
-                    }
-                });
-                html! { <LoadProgress name={f.name.clone()} done={*done} total={*total} {on_cancel} /> }
+/// Mirrors the view in the URL hash (replaceState: no history entry, no hashchange).
+#[hook]
+fn use_hash_mirror(state: &UseReducerHandle<AppState>) {
+    let h = state.hash();
+    use_effect_with(h, move |h| {
+        if h.is_empty() {
+            return;
+        }
+        let s = h.format();
+        if s != location_hash() {
+            if let Some(hist) = web_sys::window().and_then(|w| w.history().ok()) {
+                let _ = hist.replace_state_with_url(&JsValue::NULL, "", Some(&s));
             }
-            FileStatus::Ready(info) => {
-                let content = match (view, view.kind()) {
-                    (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
-                    (View::Compare, _) => {
-                        let s1 = state.clone();
-                        html! {
-                            <crate::page::compare_view::CompareView state={std::rc::Rc::new((*state).clone())}
-                                act={Callback::from(move |a: Action| s1.dispatch(a))} />
-                        }
-                    }
-                    (View::Overview, _) => {
-                        let s1 = state.clone();
-                        html! {
-                            <crate::page::overview::OverviewView state={std::rc::Rc::new((*state).clone())}
-                                on_open={Callback::from(move |(f, d): (u32, u32)| s1.dispatch(Action::OpenFileDevice(f, d)))} />
-                        }
-                    }
-                    (View::State, _) => crate::page::history_view::state_body(&state),
-                    (View::Diagnosis, _) => {
-                        let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
-                        let s4 = state.clone();
-                        let icicle = state.icicle.clone().filter(|i| {
-                            state.wanted_icicle()
-                                == Some(IcicleKey {
-                                    file: i.file,
-                                    device: i.device,
-                                    event: i.icicle.event,
-                                    callers_of: i.callers_of.clone(),
-                                })
-                        });
-                        html! {
-                            <DiagnosisView diagnosis={state.current_diagnosis().cloned()} {icicle}
-                                on_frame={Callback::from(move |f: String| s1.dispatch(Action::ShowFrame(f)))}
-                                on_event={Callback::from(move |e: u32| s2.dispatch(Action::OpenEvent(e)))}
-                                on_moment={Callback::from(move |e: Option<u32>| s3.dispatch(Action::PickMoment(e)))}
-                                on_callers={Callback::from(move |f: Option<String>| s4.dispatch(Action::ShowCallers(f)))} />
-                        }
-                    }
-                    (_, Some(kind)) => match state.current_layout() {
-                        Some(l) => {
-                            let l = l.clone();
-                            let warn = l.0.warnings.join("; ");
-                            let ctx = state
-                                .context
-                                .as_ref()
-                                .filter(|(k, e, _, _)| {
-                                    Some(*k) == key && Some(*e) == state.selected
-                                })
-                                .and_then(|c| c.3.clone());
-                            let s2 = state.clone();
-                            let s3 = state.clone();
-                            // The pinned band's alloc event, for "live memory here".
-                            let pinned_alloc = state
-                                .selected
-                                .and_then(|e| l.0.elements.alloc_row.get(e as usize));
-                            let s4 = state.clone();
-                            let on_live_memory = pinned_alloc.map(|a| {
-                                Callback::from(move |_: ()| s4.dispatch(Action::ShowMoment(a)))
-                            });
-                            html! {
-                                <div class="view-body">
-                                    if view == View::Allocated {
-                                        <p class="note small">{ "Each private pool (CUDA graphs, MemPool) is a gray envelope as tall as the larger of its reserved segments and its live allocations, with its allocations stacked inside; unlike upstream's, it shrinks when the pool's segments are freed." }</p>
-                                    }
-                                    { crate::page::search::controls(&state) }
-                                    { crate::page::timeline_options::controls(&state) }
-                                    { crate::page::timeline_options::legend_row(&state) }
-                                    <div class="plot-and-stack">
-                                        <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
-                                            matches={state.search.as_ref().filter(|o| Some(o.key) == key && o.seq == state.search_seq).and_then(|o| o.matches.clone())}
-                                            time_axis={state.time_axis}
-                                            colours={state.current_colouring().cloned()} filter={state.opts.filter}
-                                            reserved={state.opts.reserved_line.then(|| crate::page::timeline_options::reserved_layout(&state)).flatten()}
-                                            capacity={crate::page::timeline_options::capacity_line(&state)}
-                                            on_window={on_window.clone()} on_pin={on_pin.clone()} on_painted={on_painted.clone()} />
-                                        <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack} {on_live_memory}
-                                            on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}
-                                            on_unpin={Callback::from(move |_| s3.dispatch(Action::Pin(None)))} />
-                                    </div>
-                                    if !warn.is_empty() { <p class="muted small">{ warn }</p> }
-                                    { crate::page::grew::panel(&state) }
-                                </div>
-                            }
-                        }
-                        None => html! { <p class="muted">{ "Laying out…" }</p> },
-                    },
-                    _ => html! {},
+        }
+    });
+}
+
+/// The page's callbacks.
+struct Handlers {
+    file_input: Callback<Event>,
+    example: Callback<()>,
+    select_file: Callback<Event>,
+    select_view: Callback<Event>,
+    select_device: Callback<Event>,
+    window: Callback<Option<(f64, f64)>>,
+    pin: Callback<Option<u32>>,
+    painted: Callback<()>,
+    theme: Callback<MouseEvent>,
+    dismiss: Callback<MouseEvent>,
+}
+
+impl Handlers {
+    fn new(
+        state: &UseReducerHandle<AppState>,
+        bridge: &Option<Rc<Bridge>>,
+        dark: &UseStateHandle<bool>,
+    ) -> Handlers {
+        let file_input = {
+            let bridge = bridge.clone();
+            Callback::from(move |e: Event| {
+                let Some(input) = e
+                    .target()
+                    .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+                else {
+                    return;
                 };
-                html! {
-                    <>
-                        <Warnings info={info.clone()} />
-                        { content }
-                    </>
+                if let Some(b) = &bridge {
+                    open_files(b, input.files());
                 }
-            }
-        },
-    };
+                input.set_value("");
+            })
+        };
+        let example = {
+            let bridge = bridge.clone();
+            Callback::from(move |_| {
+                if let Some(b) = &bridge {
+                    b.open_url(EXAMPLE_URL, EXAMPLE_URL);
+                }
+            })
+        };
+        let dispatch_on = |f: fn(&str) -> Option<Action>| {
+            let s = state.clone();
+            Callback::from(move |e: Event| {
+                if let Some(a) = select_value(&e).as_deref().and_then(f) {
+                    s.dispatch(a);
+                }
+            })
+        };
+        let window = {
+            let s = state.clone();
+            Callback::from(move |w: Option<(f64, f64)>| match w {
+                Some((a, b)) => s.dispatch(Action::SetWindow(a, b)),
+                None => s.dispatch(Action::ResetWindow),
+            })
+        };
+        let pin = {
+            let s = state.clone();
+            Callback::from(move |e: Option<u32>| s.dispatch(Action::Pin(e)))
+        };
+        let theme = {
+            let dark = dark.clone();
+            Callback::from(move |_: MouseEvent| {
+                crate::page::theme::choose(!*dark);
+                dark.set(!*dark);
+            })
+        };
+        let dismiss = {
+            let s = state.clone();
+            Callback::from(move |_| s.dispatch(Action::DismissError))
+        };
+        Handlers {
+            file_input,
+            example,
+            select_file: dispatch_on(|v| v.parse().ok().map(Action::SelectFile)),
+            select_view: dispatch_on(|v| View::from_key(v).map(Action::SelectView)),
+            select_device: dispatch_on(|v| v.parse().ok().map(Action::SelectDevice)),
+            window,
+            pin,
+            painted: paint_logger(state),
+            theme,
+            dismiss,
+        }
+    }
+}
 
-    // File chosen → its (current device's) diagnosis received, for benchmarks.
-    let diagnosis_ms = state
-        .current_diagnosis()
-        .zip(state.current_file())
-        .map(|(d, f)| format!("{:.1}", d.received_ms - f.opened_ms));
-    let error = state.error.clone().or((*bridge_error).clone());
+/// After each paint of the timeline: the file's first paint and its first paint from the exact
+/// layout are logged and recorded once (the page measures time to first paint with them).
+fn paint_logger(state: &UseReducerHandle<AppState>) -> Callback<()> {
+    let s = state.clone();
+    Callback::from(move |_| {
+        let Some(f) = s.current_file() else { return };
+        let preview = s.current_layout().map(|l| l.0.is_preview());
+        let ms = now_ms() - f.opened_ms;
+        if f.first_paint_ms.is_none() && preview.is_some() {
+            let how = if preview == Some(true) {
+                " (preview layout)"
+            } else {
+                ""
+            };
+            web_sys::console::log_1(
+                &format!(
+                    "memlens: {} first painted {ms:.0} ms after it was chosen{how}",
+                    f.name
+                )
+                .into(),
+            );
+            s.dispatch(Action::FirstPaint { id: f.id, ms });
+        }
+        if f.exact_paint_ms.is_none() && preview == Some(false) {
+            if f.first_paint_ms.is_some() {
+                web_sys::console::log_1(
+                    &format!(
+                        "memlens: {} painted from the exact layout {ms:.0} ms after it was chosen",
+                        f.name
+                    )
+                    .into(),
+                );
+            }
+            s.dispatch(Action::ExactPaint { id: f.id, ms });
+        }
+    })
+}
+
+/// The toolbar: file, view and device pickers, open, example, theme, exports, how the file
+/// was read, the part of the trace shown.
+fn toolbar(
+    state: &AppState,
+    info: Option<&FileInfo>,
+    device: Option<u32>,
+    h: &Handlers,
+    dark: bool,
+) -> Html {
+    let view = state.view();
     html! {
-        <div id="memlens" class="app" data-state={if bridge.is_none() { "error" } else { state.page_state() }}
-            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-diagnosis-ms={diagnosis_ms} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
-            <header class="toolbar">
-                <span class="brand">{ "memlens" }</span>
-                if state.files.len() > 1 {
-                    <label>{ "File " }
-                        <select data-testid="file-select" onchange={on_select_file}>
-                            { for state.files.iter().map(|f| html! {
-                                <option value={f.id.to_string()} selected={Some(f.id) == state.current}>{ &f.name }</option>
-                            }) }
-                        </select>
-                    </label>
-                }
-                <label>{ "View " }
-                    <select data-testid="view-select" onchange={on_select_view}>
-                        { for View::ALL.iter().map(|v| html! {
-                            <option value={v.key()} selected={*v == view}>{ v.title() }</option>
+        <header class="toolbar">
+            <span class="brand">{ "memlens" }</span>
+            if state.files.len() > 1 {
+                <label>{ "File " }
+                    <select data-testid="file-select" onchange={h.select_file.clone()}>
+                        { for state.files.iter().map(|f| html! {
+                            <option value={f.id.to_string()} selected={Some(f.id) == state.current}>{ &f.name }</option>
                         }) }
                     </select>
                 </label>
-                if let Some(info) = &info {
-                    <label>{ "Device " }
-                        <select data-testid="device-select" onchange={on_select_device}>
-                            { for info.devices.iter().map(|d| html! {
-                                <option value={d.device.to_string()} selected={Some(d.device) == device}>
-                                    { format!("{}:{} ({} trace entries)", info.device_type, d.device, d.trace_entries) }
-                                </option>
-                            }) }
-                        </select>
-                    </label>
-                }
-                <label class="button">{ "Open snapshot…" }
-                    <input type="file" multiple=true class="hidden-input" data-testid="file-input" onchange={on_file_input} />
+            }
+            <label>{ "View " }
+                <select data-testid="view-select" onchange={h.select_view.clone()}>
+                    { for View::ALL.iter().map(|v| html! {
+                        <option value={v.key()} selected={*v == view}>{ v.title() }</option>
+                    }) }
+                </select>
+            </label>
+            if let Some(info) = info {
+                <label>{ "Device " }
+                    <select data-testid="device-select" onchange={h.select_device.clone()}>
+                        { for info.devices.iter().map(|d| html! {
+                            <option value={d.device.to_string()} selected={Some(d.device) == device}>
+                                { format!("{}:{} ({} trace entries)", info.device_type, d.device, d.trace_entries) }
+                            </option>
+                        }) }
+                    </select>
                 </label>
-                <button onclick={on_example.reform(|_: MouseEvent| ())} data-testid="example-button">{ "Example" }</button>
-                <button class="theme-toggle" data-testid="theme-toggle" onclick={on_theme}
-                    title="light or dark (remembered)">{ if *dark { "☀ light" } else { "☾ dark" } }</button>
-                if let (Some(_), Some(f)) = (&info, state.current_file()) {
-                    <crate::page::exports::ExportBar file={f.name.clone()} view={view.key().to_string()} layout={state.current_layout().cloned()}
-                        colours={state.current_colouring().cloned()} filter={state.opts.filter} />
-                }
-                if let Some(i) = &info {
-                    <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
-                }
-                if let Some(r) = &state.range {
-                    <span class="muted small" data-testid="range" title="files open with this part of each device's trace (#range= in the URL)">{ format!("part: {r}") }</span>
-                }
-            </header>
-            if let Some(e) = error {
-                <div class="banner-error" role="alert" data-testid="error">
-                    <span>{ format!("Could not open: {e}") }</span>
-                    <button class="link" onclick={dismiss}>{ "dismiss" }</button>
-                </div>
             }
-            if let Some(s) = summary {
-                <SummaryStrip summary={s} />
+            <label class="button">{ "Open snapshot…" }
+                <input type="file" multiple=true class="hidden-input" data-testid="file-input" onchange={h.file_input.clone()} />
+            </label>
+            <button onclick={h.example.reform(|_: MouseEvent| ())} data-testid="example-button">{ "Example" }</button>
+            <button class="theme-toggle" data-testid="theme-toggle" onclick={h.theme.clone()}
+                title="light or dark (remembered)">{ if dark { "☀ light" } else { "☾ dark" } }</button>
+            if let (Some(_), Some(f)) = (info, state.current_file()) {
+                <crate::page::exports::ExportBar file={f.name.clone()} view={view.key().to_string()} layout={state.current_layout().cloned()}
+                    colours={state.current_colouring().cloned()} filter={state.opts.filter} />
             }
-            <main class="content" key={if *dark { "dark" } else { "light" }}>{ body }</main>
+            if let Some(i) = info {
+                <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
+            }
+            if let Some(r) = &state.range {
+                <span class="muted small" data-testid="range" title="files open with this part of each device's trace (#range= in the URL)">{ format!("part: {r}") }</span>
+            }
+        </header>
+    }
+}
+
+/// The current file as the current view shows it (or how far its loading is).
+fn view_body(
+    state: &UseReducerHandle<AppState>,
+    bridge: &Option<Rc<Bridge>>,
+    h: &Handlers,
+) -> Html {
+    let Some(f) = state.current_file() else {
+        return html! { <EmptyState on_example={h.example.clone()} /> };
+    };
+    match &f.status {
+        FileStatus::Loading { done, total } => {
+            let (b, id) = (bridge.clone(), f.id);
+            let on_cancel = Callback::from(move |_| {
+                if let Some(b) = &b {
+                    b.cancel(id)
+                }
+            });
+            html! { <LoadProgress name={f.name.clone()} done={*done} total={*total} {on_cancel} /> }
+        }
+        FileStatus::Ready(info) => html! {
+            <>
+                <Warnings info={info.clone()} />
+                { view_content(state, info, h) }
+            </>
+        },
+    }
+}
+
+/// The current view of a file that is read.
+fn view_content(state: &UseReducerHandle<AppState>, info: &Rc<FileInfo>, h: &Handlers) -> Html {
+    let view = state.view();
+    match (view, view.kind()) {
+        (View::Settings, _) => html! { <SettingsView info={info.clone()} /> },
+        (View::Compare, _) => {
+            let s1 = state.clone();
+            html! {
+                <crate::page::compare_view::CompareView state={std::rc::Rc::new((**state).clone())}
+                    act={Callback::from(move |a: Action| s1.dispatch(a))} />
+            }
+        }
+        (View::Overview, _) => {
+            let s1 = state.clone();
+            html! {
+                <crate::page::overview::OverviewView state={std::rc::Rc::new((**state).clone())}
+                    on_open={Callback::from(move |(f, d): (u32, u32)| s1.dispatch(Action::OpenFileDevice(f, d)))} />
+            }
+        }
+        (View::State, _) => crate::page::history_view::state_body(state),
+        (View::Diagnosis, _) => diagnosis_body(state),
+        (_, Some(kind)) => timeline_body(state, kind, h),
+        _ => html! {},
+    }
+}
+
+/// The Diagnosis view, with the icicle when it is the one asked for.
+fn diagnosis_body(state: &UseReducerHandle<AppState>) -> Html {
+    let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
+    let s4 = state.clone();
+    let icicle = state.icicle.clone().filter(|i| {
+        state.wanted_icicle()
+            == Some(IcicleKey {
+                file: i.file,
+                device: i.device,
+                event: i.icicle.event,
+                callers_of: i.callers_of.clone(),
+            })
+    });
+    html! {
+        <DiagnosisView diagnosis={state.current_diagnosis().cloned()} {icicle}
+            on_frame={Callback::from(move |f: String| s1.dispatch(Action::ShowFrame(f)))}
+            on_event={Callback::from(move |e: u32| s2.dispatch(Action::OpenEvent(e)))}
+            on_moment={Callback::from(move |e: Option<u32>| s3.dispatch(Action::PickMoment(e)))}
+            on_callers={Callback::from(move |f: Option<String>| s4.dispatch(Action::ShowCallers(f)))} />
+    }
+}
+
+/// A timeline view: its search and option bars, the timeline and the stack panel, warnings,
+/// what grew in the window.
+fn timeline_body(state: &UseReducerHandle<AppState>, kind: TimelineKind, h: &Handlers) -> Html {
+    let Some(l) = state.current_layout().cloned() else {
+        return html! { <p class="muted">{ "Laying out…" }</p> };
+    };
+    let key = state.layout_key();
+    let warn = l.0.warnings.join("; ");
+    let ctx = state
+        .context
+        .as_ref()
+        .filter(|(k, e, _, _)| Some(*k) == key && Some(*e) == state.selected)
+        .and_then(|c| c.3.clone());
+    let (s2, s3) = (state.clone(), state.clone());
+    // The pinned band's alloc event, for "live memory here".
+    let pinned_alloc = state
+        .selected
+        .and_then(|e| l.0.elements.alloc_row.get(e as usize));
+    let s4 = state.clone();
+    let on_live_memory =
+        pinned_alloc.map(|a| Callback::from(move |_: ()| s4.dispatch(Action::ShowMoment(a))));
+    let matches = state
+        .search
+        .as_ref()
+        .filter(|o| Some(o.key) == key && o.seq == state.search_seq)
+        .and_then(|o| o.matches.clone());
+    let reserved = state
+        .opts
+        .reserved_line
+        .then(|| crate::page::timeline_options::reserved_layout(state))
+        .flatten();
+    html! {
+        <div class="view-body">
+            if state.view() == View::Allocated {
+                <p class="note small">{ "Each private pool (CUDA graphs, MemPool) is a gray envelope as tall as the larger of its reserved segments and its live allocations, with its allocations stacked inside; unlike upstream's, it shrinks when the pool's segments are freed." }</p>
+            }
+            { crate::page::search::controls(state) }
+            { crate::page::timeline_options::controls(state) }
+            { crate::page::timeline_options::legend_row(state) }
+            <div class="plot-and-stack">
+                <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
+                    {matches} time_axis={state.time_axis}
+                    colours={state.current_colouring().cloned()} filter={state.opts.filter}
+                    {reserved} capacity={crate::page::timeline_options::capacity_line(state)}
+                    on_window={h.window.clone()} on_pin={h.pin.clone()} on_painted={h.painted.clone()} />
+                <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack} {on_live_memory}
+                    on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}
+                    on_unpin={Callback::from(move |_| s3.dispatch(Action::Pin(None)))} />
+            </div>
+            if !warn.is_empty() { <p class="muted small">{ warn }</p> }
+            { crate::page::grew::panel(state) }
         </div>
     }
 }

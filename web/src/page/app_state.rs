@@ -683,70 +683,31 @@ impl Reducible for AppState {
 
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
         let mut s = (*self).clone();
+        if s.apply(action) {
+            Rc::new(s)
+        } else {
+            self
+        }
+    }
+}
+
+impl AppState {
+    /// Applies `action`; false when it changes nothing (the page keeps the same state and does
+    /// not render again).
+    fn apply(&mut self, action: Action) -> bool {
         match action {
             Action::Opened {
                 id,
                 name,
                 at_ms,
                 size_bytes,
-            } => {
-                s.files.push(FileEntry {
-                    id,
-                    name,
-                    status: FileStatus::Loading {
-                        done: 0.0,
-                        total: size_bytes,
-                    },
-                    opened_ms: at_ms,
-                    first_paint_ms: None,
-                    exact_paint_ms: None,
-                });
-                s.current = Some(id);
-                s.error = None;
-                s.selected = None;
-                s.context = None;
-            }
-            Action::Progress { id, done, total } => {
-                if let Some(f) = s.files.iter_mut().find(|f| f.id == id) {
-                    if matches!(f.status, FileStatus::Loading { .. }) {
-                        f.status = FileStatus::Loading { done, total };
-                    }
-                }
-            }
-            Action::Loaded { id, info } => {
-                let Some(f) = s.files.iter_mut().find(|f| f.id == id) else {
-                    return self;
-                };
-                f.status = FileStatus::Ready(Rc::new(info));
-                let name = f.name.clone();
-                if s.current == Some(id) {
-                    s.reset_view_of_file();
-                }
-                if let Some(h) = s.pending_hash.clone() {
-                    if h.file.as_deref().is_none_or(|n| n == name) {
-                        s.apply_hash(h);
-                    }
-                }
-            }
-            Action::Failed { id, message } => {
-                let name = s.file(id).map(|f| f.name.clone()).unwrap_or_default();
-                s.files.retain(|f| f.id != id);
-                s.error = Some(format!("{message}: {name}"));
-                if s.current == Some(id) {
-                    s.current = s.last_ready();
-                    s.reset_view_of_file();
-                }
-            }
-            Action::Cancelled { id } => {
-                s.files.retain(|f| f.id != id);
-                s.layouts.retain(|k, _| k.file != id);
-                if s.current == Some(id) {
-                    s.current = s.last_ready();
-                    s.reset_view_of_file();
-                }
-            }
+            } => self.opened(id, name, at_ms, size_bytes),
+            Action::Progress { id, done, total } => self.progress(id, done, total),
+            Action::Loaded { id, info } => return self.loaded(id, info),
+            Action::Failed { id, message } => self.failed(id, message),
+            Action::Cancelled { id } => self.cancelled(id),
             Action::Layout { key, layout } => {
-                s.layouts.insert(key, SharedLayout(layout));
+                self.layouts.insert(key, SharedLayout(layout));
             }
             Action::Context {
                 key,
@@ -754,124 +715,40 @@ impl Reducible for AppState {
                 full,
                 ctx,
             } => {
-                if s.element_key() == Some(key) && s.selected == Some(elem) {
-                    s.context = Some((key, elem, full, ctx));
+                if self.element_key() == Some(key) && self.selected == Some(elem) {
+                    self.context = Some((key, elem, full, ctx));
                 }
             }
-            Action::FirstPaint { id, ms } => {
-                if let Some(f) = s.files.iter_mut().find(|f| f.id == id) {
-                    if f.first_paint_ms.is_some() {
-                        return self;
-                    }
-                    f.first_paint_ms = Some(ms);
-                }
-            }
-            Action::ExactPaint { id, ms } => {
-                if let Some(f) = s.files.iter_mut().find(|f| f.id == id) {
-                    if f.exact_paint_ms.is_some() {
-                        return self;
-                    }
-                    f.exact_paint_ms = Some(ms);
-                }
-            }
-            Action::SelectFile(id) => {
-                if s.current != Some(id) {
-                    s.current = Some(id);
-                    s.reset_view_of_file();
-                }
-            }
-            Action::SelectDevice(d) => {
-                s.device = Some(d);
-                s.moment = None;
-                s.callers_of = None;
-                s.window = None;
-                s.selected = None;
-                s.context = None;
-                s.event = None;
-            }
-            Action::SelectView(v) => {
-                if s.view() != v {
-                    // A pin survives switching between the views that draw the Active
-                    // timeline's elements and the Allocator State History; in the latter it
-                    // opens the state at the pinned allocation's alloc.
-                    let linked =
-                        |w: View| w == View::State || w.kind() == Some(TimelineKind::Active);
-                    let keep = linked(s.view()) && linked(v);
-                    let from_key = s.element_key();
-                    s.view = Some(v);
-                    s.window = None;
-                    if !keep {
-                        s.selected = None;
-                        s.context = None;
-                    } else if v == View::State {
-                        let el = from_key.and_then(|k| s.layouts.get(&k)).zip(s.selected);
-                        if let Some((l, e)) = el {
-                            let el = &l.0.elements;
-                            let (a, f) =
-                                (el.alloc_row.get(e as usize), el.free_row.get(e as usize));
-                            match (a, f) {
-                                (Some(a), _) => s.event = Some(a),
-                                (_, Some(f)) => s.event = f.checked_sub(1),
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-            }
+            Action::FirstPaint { id, ms } => return self.painted(id, ms, false),
+            Action::ExactPaint { id, ms } => return self.painted(id, ms, true),
+            Action::SelectFile(id) => self.switch_file(id),
+            Action::SelectDevice(d) => self.select_device(d),
+            Action::SelectView(v) => self.select_view(v),
             Action::SetWindow(a, b) => {
                 if b > a && a.is_finite() && b.is_finite() {
-                    s.window = Some((a, b));
+                    self.window = Some((a, b));
                 }
             }
-            Action::ResetWindow => s.window = None,
+            Action::ResetWindow => self.window = None,
             Action::Pin(e) => {
-                s.selected = e;
-                s.context = None;
+                self.selected = e;
+                self.context = None;
             }
             Action::ToggleFullStack => {
-                s.full_stack = !s.full_stack;
-                s.context = None;
+                self.full_stack = !self.full_stack;
+                self.context = None;
             }
-            Action::DismissError => s.error = None,
-            Action::StateEvents(ev) => {
-                let key = (ev.file, ev.device);
-                s.state_events.insert(key, ev);
-                if s.view() == View::State && s.selected.is_none() {
-                    if let Some(e) = s.event {
-                        s.select_event(e);
-                    }
-                }
-            }
-            Action::StateFrame(f) => s.state_frame = Some(f),
-            Action::SelectEvent(i) => s.select_event(i),
-            Action::PinBlock(addr) => {
-                let layout = s.element_key().and_then(|k| s.layouts.get(&k));
-                let at = s
-                    .state_frame
-                    .as_ref()
-                    .filter(|f| {
-                        Some((f.file, f.device)) == s.element_key().map(|k| (k.file, k.device))
-                    })
-                    .map(|f| f.event);
-                let el = match (layout, at) {
-                    (Some(l), Some(at)) => crate::wire::history::element_at(&l.0, addr, at, false),
-                    _ => None,
-                };
-                s.selected = el;
-                s.context = None;
-            }
+            Action::DismissError => self.error = None,
+            Action::StateEvents(ev) => self.state_events_arrived(ev),
+            Action::StateFrame(f) => self.state_frame = Some(f),
+            Action::SelectEvent(i) => self.select_event(i),
+            Action::PinBlock(addr) => self.pin_block(addr),
             Action::ApplyHash(h) => {
-                if h != s.hash() {
-                    s.apply_hash(h);
+                if h != self.hash() {
+                    self.apply_hash(h);
                 }
             }
-            Action::SetSearch { address, frame } => {
-                s.search_seq = s.search_seq.wrapping_add(1);
-                s.search_text = (address, frame);
-                if s.search_text.0.trim().is_empty() && s.search_text.1.trim().is_empty() {
-                    s.search = None;
-                }
-            }
+            Action::SetSearch { address, frame } => self.set_search(address, frame),
             Action::SearchResult {
                 key,
                 seq,
@@ -879,104 +756,281 @@ impl Reducible for AppState {
                 error,
                 bits,
                 search_ms,
-            } => {
-                if s.compare.is_highlight_search(seq) {
-                    let m = bits
-                        .zip(s.layouts.get(&key))
-                        .map(|(b, l)| Matches::new(&l.0, b));
-                    let side = CompareSide {
-                        file: key.file,
-                        device: key.device,
-                    };
-                    s.compare.take_matches(side, seq, m);
-                    return Rc::new(s);
-                }
-                if s.layout_key() != Some(key) || s.search_seq != seq {
-                    return self;
-                }
-                let matches = match (bits, s.layouts.get(&key)) {
-                    (Some(b), Some(l)) => Some(SharedMatches(Rc::new(Matches::new(&l.0, b)))),
-                    _ => None,
-                };
-                s.search = Some(SearchOutcome {
-                    key,
-                    seq,
-                    count,
-                    error,
-                    matches,
-                    search_ms,
-                });
-            }
-            Action::SetTimeAxis(t) => s.time_axis = t,
+            } => return self.search_result(key, seq, count, error, bits, search_ms),
+            Action::SetTimeAxis(t) => self.time_axis = t,
             Action::Diagnosis {
                 file,
                 device,
                 diagnosis,
             } => {
-                s.diagnoses.insert((file, device), diagnosis);
+                self.diagnoses.insert((file, device), diagnosis);
             }
-            Action::ShowFrame(frame) => {
-                s.view = Some(View::Timeline);
-                s.window = None;
-                s.selected = None;
-                s.context = None;
-                s.search_seq = s.search_seq.wrapping_add(1);
-                s.search_text = (String::new(), frame);
-                s.search = None;
-            }
-            Action::PickMoment(e) => s.moment = e,
-            Action::ShowCallers(f) => s.callers_of = f,
-            Action::Between(f, b) => s.between = Some((f, b)),
-            Action::PickCompare(a_side, side) => {
-                if a_side {
-                    s.compare.pick_a = Some(side);
-                } else {
-                    // B is the current file and device (the summary strip and the hash's
-                    // `file` and `device`); A stays what it was.
-                    let a = s.compare_pair().map(|p| p.0);
-                    if s.current != Some(side.file) {
-                        s.current = Some(side.file);
-                        s.reset_view_of_file();
-                    }
-                    s.device = Some(side.device);
-                    s.compare.pick_a = a.filter(|&x| x != side).or(s.compare.pick_a);
-                }
-            }
-            Action::Compare(a) => s.compare.apply(a),
+            Action::ShowFrame(frame) => self.show_frame(frame),
+            Action::PickMoment(e) => self.moment = e,
+            Action::ShowCallers(f) => self.callers_of = f,
+            Action::Between(f, b) => self.between = Some((f, b)),
+            Action::PickCompare(a_side, side) => self.pick_compare(a_side, side),
+            Action::Compare(a) => self.compare.apply(a),
             Action::OpenFileDevice(f, d) => {
-                if s.current != Some(f) {
-                    s.current = Some(f);
-                    s.reset_view_of_file();
-                }
-                s.device = Some(d);
-                s.view = Some(View::Timeline);
-                s.window = None;
-                s.selected = None;
-                s.context = None;
+                self.switch_file(f);
+                self.device = Some(d);
+                self.open_view(View::Timeline);
             }
             Action::ShowMoment(e) => {
-                s.view = Some(View::Diagnosis);
-                s.window = None;
-                s.moment = Some(e);
+                self.view = Some(View::Diagnosis);
+                self.window = None;
+                self.moment = Some(e);
             }
-            Action::Icicle(i) => s.icicle = Some(i),
+            Action::Icicle(i) => self.icicle = Some(i),
             Action::SetOptions(o) => {
-                if o.regex != s.opts.regex {
-                    s.search_seq = s.search_seq.wrapping_add(1);
+                if o.regex != self.opts.regex {
+                    self.search_seq = self.search_seq.wrapping_add(1);
                 }
-                s.opts = o;
+                self.opts = o;
             }
             Action::Colouring { key, by, colouring } => {
-                s.colouring = colouring.map(|c| (key, by, c));
+                self.colouring = colouring.map(|c| (key, by, c));
             }
             Action::OpenEvent(e) => {
-                s.view = Some(View::State);
-                s.window = None;
-                s.selected = None;
-                s.context = None;
-                s.select_event(e);
+                self.open_view(View::State);
+                self.select_event(e);
             }
         }
-        Rc::new(s)
+        true
+    }
+
+    /// Shows `view` from its start, nothing pinned.
+    fn open_view(&mut self, view: View) {
+        self.view = Some(view);
+        self.window = None;
+        self.selected = None;
+        self.context = None;
+    }
+
+    /// Makes file `id` the current one (its view starts over) unless it is already.
+    fn switch_file(&mut self, id: u32) {
+        if self.current != Some(id) {
+            self.current = Some(id);
+            self.reset_view_of_file();
+        }
+    }
+
+    /// A file the user chose begins loading; it becomes the current one.
+    fn opened(&mut self, id: u32, name: String, at_ms: f64, size_bytes: f64) {
+        self.files.push(FileEntry {
+            id,
+            name,
+            status: FileStatus::Loading {
+                done: 0.0,
+                total: size_bytes,
+            },
+            opened_ms: at_ms,
+            first_paint_ms: None,
+            exact_paint_ms: None,
+        });
+        self.current = Some(id);
+        self.error = None;
+        self.selected = None;
+        self.context = None;
+    }
+
+    fn progress(&mut self, id: u32, done: f64, total: f64) {
+        if let Some(f) = self.files.iter_mut().find(|f| f.id == id) {
+            if matches!(f.status, FileStatus::Loading { .. }) {
+                f.status = FileStatus::Loading { done, total };
+            }
+        }
+    }
+
+    /// File `id` is read: its view starts, and a hash waiting for it applies.
+    fn loaded(&mut self, id: u32, info: FileInfo) -> bool {
+        let Some(f) = self.files.iter_mut().find(|f| f.id == id) else {
+            return false;
+        };
+        f.status = FileStatus::Ready(Rc::new(info));
+        let name = f.name.clone();
+        if self.current == Some(id) {
+            self.reset_view_of_file();
+        }
+        if let Some(h) = self.pending_hash.clone() {
+            if h.file.as_deref().is_none_or(|n| n == name) {
+                self.apply_hash(h);
+            }
+        }
+        true
+    }
+
+    /// File `id` could not be read: it goes, and the error names it.
+    fn failed(&mut self, id: u32, message: String) {
+        let name = self.file(id).map(|f| f.name.clone()).unwrap_or_default();
+        self.files.retain(|f| f.id != id);
+        self.error = Some(format!("{message}: {name}"));
+        if self.current == Some(id) {
+            self.current = self.last_ready();
+            self.reset_view_of_file();
+        }
+    }
+
+    fn cancelled(&mut self, id: u32) {
+        self.files.retain(|f| f.id != id);
+        self.layouts.retain(|k, _| k.file != id);
+        if self.current == Some(id) {
+            self.current = self.last_ready();
+            self.reset_view_of_file();
+        }
+    }
+
+    /// Records file `id`'s first paint (`exact`: its first from the exact layout) once; false
+    /// when it was recorded already.
+    fn painted(&mut self, id: u32, ms: f64, exact: bool) -> bool {
+        if let Some(f) = self.files.iter_mut().find(|f| f.id == id) {
+            let at = if exact {
+                &mut f.exact_paint_ms
+            } else {
+                &mut f.first_paint_ms
+            };
+            if at.is_some() {
+                return false;
+            }
+            *at = Some(ms);
+        }
+        true
+    }
+
+    fn select_device(&mut self, d: u32) {
+        self.device = Some(d);
+        self.moment = None;
+        self.callers_of = None;
+        self.window = None;
+        self.selected = None;
+        self.context = None;
+        self.event = None;
+    }
+
+    /// A pin survives switching between the views that draw the Active timeline's elements
+    /// and the Allocator State History; in the latter it opens the state at the pinned
+    /// allocation's alloc.
+    fn select_view(&mut self, v: View) {
+        if self.view() == v {
+            return;
+        }
+        let linked = |w: View| w == View::State || w.kind() == Some(TimelineKind::Active);
+        let keep = linked(self.view()) && linked(v);
+        let from_key = self.element_key();
+        self.view = Some(v);
+        self.window = None;
+        if !keep {
+            self.selected = None;
+            self.context = None;
+        } else if v == View::State {
+            let el = from_key
+                .and_then(|k| self.layouts.get(&k))
+                .zip(self.selected);
+            if let Some((l, e)) = el {
+                let el = &l.0.elements;
+                let (a, f) = (el.alloc_row.get(e as usize), el.free_row.get(e as usize));
+                match (a, f) {
+                    (Some(a), _) => self.event = Some(a),
+                    (_, Some(f)) => self.event = f.checked_sub(1),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The history's list columns arrived: the wanted entry's allocation gets pinned.
+    fn state_events_arrived(&mut self, ev: Shared<EventColumns>) {
+        let key = (ev.file, ev.device);
+        self.state_events.insert(key, ev);
+        if self.view() == View::State && self.selected.is_none() {
+            if let Some(e) = self.event {
+                self.select_event(e);
+            }
+        }
+    }
+
+    /// Pins the allocation of the block at `addr` in the state shown.
+    fn pin_block(&mut self, addr: u64) {
+        let layout = self.element_key().and_then(|k| self.layouts.get(&k));
+        let at = self
+            .state_frame
+            .as_ref()
+            .filter(|f| Some((f.file, f.device)) == self.element_key().map(|k| (k.file, k.device)))
+            .map(|f| f.event);
+        let el = match (layout, at) {
+            (Some(l), Some(at)) => crate::wire::history::element_at(&l.0, addr, at, false),
+            _ => None,
+        };
+        self.selected = el;
+        self.context = None;
+    }
+
+    fn set_search(&mut self, address: String, frame: String) {
+        self.search_seq = self.search_seq.wrapping_add(1);
+        self.search_text = (address, frame);
+        if self.search_text.0.trim().is_empty() && self.search_text.1.trim().is_empty() {
+            self.search = None;
+        }
+    }
+
+    /// The worker answered search `seq` for layout `key`: the Compare view's highlight, or
+    /// the timeline's search unless a newer one was asked for (false: stale).
+    fn search_result(
+        &mut self,
+        key: LayoutKey,
+        seq: u32,
+        count: u32,
+        error: Option<String>,
+        bits: Option<Vec<u64>>,
+        search_ms: f64,
+    ) -> bool {
+        if self.compare.is_highlight_search(seq) {
+            let m = bits
+                .zip(self.layouts.get(&key))
+                .map(|(b, l)| Matches::new(&l.0, b));
+            let side = CompareSide {
+                file: key.file,
+                device: key.device,
+            };
+            self.compare.take_matches(side, seq, m);
+            return true;
+        }
+        if self.layout_key() != Some(key) || self.search_seq != seq {
+            return false;
+        }
+        let matches = match (bits, self.layouts.get(&key)) {
+            (Some(b), Some(l)) => Some(SharedMatches(Rc::new(Matches::new(&l.0, b)))),
+            _ => None,
+        };
+        self.search = Some(SearchOutcome {
+            key,
+            seq,
+            count,
+            error,
+            matches,
+            search_ms,
+        });
+        true
+    }
+
+    /// The Active Memory Timeline with the bands of `frame` searched.
+    fn show_frame(&mut self, frame: String) {
+        self.open_view(View::Timeline);
+        self.search_seq = self.search_seq.wrapping_add(1);
+        self.search_text = (String::new(), frame);
+        self.search = None;
+    }
+
+    /// Picks the Compare view's side A (`a_side`) or B. B is the current file and device (the
+    /// summary strip and the hash's `file` and `device`); A stays what it was.
+    fn pick_compare(&mut self, a_side: bool, side: CompareSide) {
+        if a_side {
+            self.compare.pick_a = Some(side);
+            return;
+        }
+        let a = self.compare_pair().map(|p| p.0);
+        self.switch_file(side.file);
+        self.device = Some(side.device);
+        self.compare.pick_a = a.filter(|&x| x != side).or(self.compare.pick_a);
     }
 }
