@@ -129,6 +129,227 @@ struct LayerSaved {
     g: BlockId,
 }
 
+/// One training step's sizes.
+struct Shape {
+    m: Model,
+    /// Batch and sequence length.
+    b: u64,
+    sq: u64,
+    /// Tokens (`b · sq`) and bytes of one activation (`tokens · hidden · act_bytes`).
+    bs: u64,
+    bsh: u64,
+}
+
+/// What the forward pass leaves for the backward pass and the end of the step.
+struct Forward {
+    saved: Vec<LayerSaved>,
+    /// The final layer norm's output, mean and rstd.
+    lnf: [BlockId; 3],
+    /// Autocast's copy of the head's weight (bf16 runs).
+    head_cast: Vec<BlockId>,
+    /// The last layer's output, the log-softmax and the loss's total weight.
+    losses: (BlockId, BlockId, BlockId),
+    logits: BlockId,
+    loss: BlockId,
+}
+
+/// The forward pass: embedding, each layer (its saved tensors kept), final norm, head, loss.
+fn forward(d: &mut Dev, k: &mut dyn Sink, sh: &Shape) -> Flow<Forward> {
+    let s = d.s;
+    let (h, v, a) = (sh.m.hidden, sh.m.vocab, sh.m.act_bytes);
+    let (bs, bsh) = (sh.bs, sh.bsh);
+    let mut x = d.malloc(k, bsh, MAIN, s.fwd_embed)?;
+    let mut saved = Vec::with_capacity(sh.m.layers as usize);
+    for _ in 0..sh.m.layers {
+        let (sv, x2) = forward_layer(d, k, sh, x)?;
+        saved.push(sv);
+        x = x2;
+    }
+    let lnf = [
+        d.malloc(k, bsh, MAIN, s.fwd_lnf)?,
+        d.malloc(k, bs * 4, MAIN, s.fwd_lnf)?,
+        d.malloc(k, bs * 4, MAIN, s.fwd_lnf)?,
+    ];
+    let mut head_cast = Vec::new();
+    if a == 2 {
+        head_cast.push(d.malloc(k, v * h * 2, MAIN, s.fwd_cast_w[4])?);
+    }
+    let logits = d.malloc(k, bs * v * a, MAIN, s.fwd_head)?;
+    let lf = d.malloc(k, bs * v * 4, MAIN, s.fwd_cast)?;
+    let lsm = d.malloc(k, bs * v * 4, MAIN, s.fwd_logsoftmax)?;
+    d.free(k, lf, s.free_loss_fn)?;
+    let loss = d.malloc(k, 4, MAIN, s.fwd_loss)?;
+    let total_weight = d.malloc(k, 4, MAIN, s.fwd_loss)?;
+    Ok(Forward {
+        saved,
+        lnf,
+        head_cast,
+        losses: (x, lsm, total_weight),
+        logits,
+        loss,
+    })
+}
+
+/// One transformer layer forward from input `x`: what it saves for backward, and its output.
+fn forward_layer(
+    d: &mut Dev,
+    k: &mut dyn Sink,
+    sh: &Shape,
+    x: BlockId,
+) -> Flow<(LayerSaved, BlockId)> {
+    let s = d.s;
+    let (h, f, a) = (sh.m.hidden, sh.m.ffn, sh.m.act_bytes);
+    let (bs, bsh) = (sh.bs, sh.bsh);
+    let ln1 = [
+        d.malloc(k, bsh, MAIN, s.fwd_ln1)?,
+        d.malloc(k, bs * 4, MAIN, s.fwd_ln1)?,
+        d.malloc(k, bs * 4, MAIN, s.fwd_ln1)?,
+    ];
+    let mut casts = Vec::new();
+    if a == 2 {
+        casts.push(d.malloc(k, 3 * h * h * 2, MAIN, s.fwd_cast_w[0])?);
+    }
+    let qkv = d.malloc(k, 3 * bsh, MAIN, s.fwd_qkv)?;
+    let att = d.malloc(k, bsh, MAIN, s.fwd_sdpa)?;
+    let lse = d.malloc(k, sh.b * sh.m.heads * sh.sq * 4, MAIN, s.fwd_sdpa)?;
+    if a == 2 {
+        casts.push(d.malloc(k, h * h * 2, MAIN, s.fwd_cast_w[1])?);
+    }
+    let o = d.malloc(k, bsh, MAIN, s.fwd_o)?;
+    let x1 = d.malloc(k, bsh, MAIN, s.fwd_add1)?;
+    d.free(k, o, s.free_block_attn)?;
+    let ln2 = [
+        d.malloc(k, bsh, MAIN, s.fwd_ln2)?,
+        d.malloc(k, bs * 4, MAIN, s.fwd_ln2)?,
+        d.malloc(k, bs * 4, MAIN, s.fwd_ln2)?,
+    ];
+    if a == 2 {
+        casts.push(d.malloc(k, f * h * 2, MAIN, s.fwd_cast_w[2])?);
+    }
+    let h1 = d.malloc(k, bs * f * a, MAIN, s.fwd_fc1)?;
+    let g = d.malloc(k, bs * f * a, MAIN, s.fwd_gelu)?;
+    if a == 2 {
+        casts.push(d.malloc(k, h * f * 2, MAIN, s.fwd_cast_w[3])?);
+    }
+    let f2 = d.malloc(k, bsh, MAIN, s.fwd_fc2)?;
+    let x2 = d.malloc(k, bsh, MAIN, s.fwd_add2)?;
+    d.free(k, f2, s.free_block_mlp)?;
+    let sv = LayerSaved {
+        casts,
+        xin: x,
+        ln1,
+        qkv,
+        att,
+        lse,
+        x1,
+        ln2,
+        h1,
+        g,
+    };
+    Ok((sv, x2))
+}
+
+/// One layer backward from gradient `gx`: MLP (fc2, gelu, fc1, ln2), then attention (o-proj,
+/// sdpa, split/cat, qkv, ln1); its weight gradients go to `grads`. Returns the gradient of
+/// its input.
+fn backward_layer(
+    d: &mut Dev,
+    k: &mut dyn Sink,
+    sh: &Shape,
+    mut sv: LayerSaved,
+    gx: BlockId,
+    grads: &mut Vec<BlockId>,
+) -> Flow<BlockId> {
+    let s = d.s;
+    let (h, f, a) = (sh.m.hidden, sh.m.ffn, sh.m.act_bytes);
+    let (bs, bsh) = (sh.bs, sh.bsh);
+    // MLP: fc2, gelu, fc1, ln2
+    let gf2 = d.malloc(k, bs * f * a, MAIN, s.bwd_addmm_in)?;
+    grads.push(d.malloc(k, h * f * 4, MAIN, s.bwd_addmm_w)?);
+    grads.push(d.malloc(k, h * 4, MAIN, s.bwd_addmm_b)?);
+    if let Some(c) = sv.casts.pop() {
+        d.free(k, c, s.free_saved_addmm)?;
+    }
+    d.free(k, sv.g, s.free_saved_addmm)?;
+    let gg = d.malloc(k, bs * f * a, MAIN, s.bwd_gelu)?;
+    d.free(k, gf2, s.free_engine)?;
+    d.free(k, sv.h1, s.free_saved_gelu)?;
+    let gfc1 = d.malloc(k, bsh, MAIN, s.bwd_addmm_in)?;
+    grads.push(d.malloc(k, f * h * 4, MAIN, s.bwd_addmm_w)?);
+    grads.push(d.malloc(k, f * 4, MAIN, s.bwd_addmm_b)?);
+    if let Some(c) = sv.casts.pop() {
+        d.free(k, c, s.free_saved_addmm)?;
+    }
+    d.free(k, gg, s.free_engine)?;
+    d.free(k, sv.ln2[0], s.free_saved_addmm)?;
+    let gln2 = d.malloc(k, bsh, MAIN, s.bwd_ln_in)?;
+    grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
+    grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
+    d.free(k, gfc1, s.free_engine)?;
+    d.free(k, sv.ln2[1], s.free_saved_ln)?;
+    d.free(k, sv.ln2[2], s.free_saved_ln)?;
+    d.free(k, sv.x1, s.free_saved_ln)?;
+    let gsum = d.malloc(k, bsh, MAIN, s.bwd_accum)?;
+    d.free(k, gln2, s.free_engine)?;
+    d.free(k, gx, s.free_engine)?;
+    // attention: o-proj, sdpa, split/cat, qkv, ln1
+    let go = d.malloc(k, bsh, MAIN, s.bwd_addmm_in)?;
+    grads.push(d.malloc(k, h * h * 4, MAIN, s.bwd_addmm_w)?);
+    grads.push(d.malloc(k, h * 4, MAIN, s.bwd_addmm_b)?);
+    if let Some(c) = sv.casts.pop() {
+        d.free(k, c, s.free_saved_addmm)?;
+    }
+    let mut dqkv = Vec::with_capacity(3);
+    for _ in 0..3 {
+        dqkv.push(d.malloc(k, bsh, MAIN, s.bwd_sdpa)?);
+    }
+    let sd = d.malloc(k, sh.b * sh.m.heads * sh.sq * 4, MAIN, s.bwd_sdpa)?;
+    d.free(k, sd, s.free_engine)?;
+    d.free(k, go, s.free_engine)?;
+    d.free(k, sv.att, s.free_saved_sdpa)?;
+    d.free(k, sv.lse, s.free_saved_sdpa)?;
+    d.free(k, sv.qkv, s.free_saved_sdpa)?;
+    let gqkv = d.malloc(k, 3 * bsh, MAIN, s.bwd_cat)?;
+    d.free_all(k, &mut dqkv, s.free_engine)?;
+    let gln1 = d.malloc(k, bsh, MAIN, s.bwd_addmm_in)?;
+    grads.push(d.malloc(k, 3 * h * h * 4, MAIN, s.bwd_addmm_w)?);
+    grads.push(d.malloc(k, 3 * h * 4, MAIN, s.bwd_addmm_b)?);
+    if let Some(c) = sv.casts.pop() {
+        d.free(k, c, s.free_saved_addmm)?;
+    }
+    d.free(k, gqkv, s.free_engine)?;
+    d.free(k, sv.ln1[0], s.free_saved_addmm)?;
+    let gin = d.malloc(k, bsh, MAIN, s.bwd_ln_in)?;
+    grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
+    grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
+    d.free(k, gln1, s.free_engine)?;
+    d.free(k, sv.ln1[1], s.free_saved_ln)?;
+    d.free(k, sv.ln1[2], s.free_saved_ln)?;
+    d.free(k, sv.xin, s.free_saved_ln)?;
+    let gx = d.malloc(k, bsh, MAIN, s.bwd_accum)?;
+    d.free(k, gin, s.free_engine)?;
+    d.free(k, gsum, s.free_engine)?;
+    Ok(gx)
+}
+
+/// `torch.nn.utils.clip_grad_norm_` over `np` gradients: one norm per gradient, stacked, then
+/// the total.
+fn clip_grad_norm(d: &mut Dev, k: &mut dyn Sink, np: usize) -> Flow {
+    let s = d.s;
+    let mut norms = Vec::with_capacity(np);
+    for _ in 0..np {
+        norms.push(d.malloc(k, 4, MAIN, s.clip_norms)?);
+    }
+    let stacked = d.malloc(k, np as u64 * 4, MAIN, s.clip_stack)?;
+    let total = d.malloc(k, 4, MAIN, s.clip_total)?;
+    d.free_all(k, &mut norms, s.free_clip)?;
+    d.free(k, stacked, s.free_clip)?;
+    let coef = d.malloc(k, 4, MAIN, s.clip_total)?;
+    d.free(k, coef, s.free_clip)?;
+    d.free(k, total, s.free_clip)?;
+    Ok(())
+}
+
 struct Train {
     m: Model,
     kind: TrainKind,
@@ -160,13 +381,40 @@ impl Train {
             return self.evaluate(d, k);
         }
         let s = d.s;
-        let m = self.m;
         let step = self.step;
         self.step += 1;
         d.wait(500, 30_000);
         let name = format!("ProfilerStep#{step}");
         k.annotation(d.a.device, d.a.now_us, &name, true);
-        let (h, f, v, a) = (m.hidden, m.ffn, m.vocab, m.act_bytes);
+        let sh = self.shape(d);
+        // The batch is copied in on a side stream and used on the main one.
+        let prefetch = d.c.side_stream;
+        let ids = d.malloc(k, sh.bs * 8, prefetch, s.data_ids)?;
+        d.a.record_stream(ids, MAIN);
+        let labels = d.malloc(k, sh.bs * 8, prefetch, s.data_labels)?;
+        d.a.record_stream(labels, MAIN);
+        let fwd = forward(d, k, &sh)?;
+        let (logits, loss) = (fwd.logits, fwd.loss);
+        let comm_outs = self.backward(d, k, &sh, fwd)?;
+        self.optimizer_step(d, k, comm_outs)?;
+        // optimizer.zero_grad(set_to_none=True)
+        let mut grads = std::mem::take(&mut self.grads);
+        d.free_all(k, &mut grads, s.free_zero_grad)?;
+        for t in [logits, loss, ids, labels] {
+            d.free(k, t, s.free_step)?;
+        }
+        if self.kind.empty_cache_every > 0
+            && step % self.kind.empty_cache_every == self.kind.empty_cache_every - 1
+        {
+            d.empty_cache(k, s.empty_cache_train)?;
+        }
+        k.annotation(d.a.device, d.a.now_us, &name, false);
+        Ok(())
+    }
+
+    /// This step's batch and sequence length (drawn when they vary) and the sizes they give.
+    fn shape(&self, d: &mut Dev) -> Shape {
+        let m = self.m;
         let (b, sq) = if self.kind.variable_seq {
             (
                 d.rng.range(1, m.batch),
@@ -175,81 +423,36 @@ impl Train {
         } else {
             (m.batch, m.seq)
         };
-        let bs = b * sq;
-        let bsh = bs * h * a;
-        // The batch is copied in on a side stream and used on the main one.
-        let prefetch = d.c.side_stream;
-        let ids = d.malloc(k, bs * 8, prefetch, s.data_ids)?;
-        d.a.record_stream(ids, MAIN);
-        let labels = d.malloc(k, bs * 8, prefetch, s.data_labels)?;
-        d.a.record_stream(labels, MAIN);
-        // forward
-        let mut x = d.malloc(k, bsh, MAIN, s.fwd_embed)?;
-        let mut saved = Vec::with_capacity(m.layers as usize);
-        for _ in 0..m.layers {
-            let ln1 = [
-                d.malloc(k, bsh, MAIN, s.fwd_ln1)?,
-                d.malloc(k, bs * 4, MAIN, s.fwd_ln1)?,
-                d.malloc(k, bs * 4, MAIN, s.fwd_ln1)?,
-            ];
-            let mut casts = Vec::new();
-            if a == 2 {
-                casts.push(d.malloc(k, 3 * h * h * 2, MAIN, s.fwd_cast_w[0])?);
-            }
-            let qkv = d.malloc(k, 3 * bsh, MAIN, s.fwd_qkv)?;
-            let att = d.malloc(k, bsh, MAIN, s.fwd_sdpa)?;
-            let lse = d.malloc(k, b * m.heads * sq * 4, MAIN, s.fwd_sdpa)?;
-            if a == 2 {
-                casts.push(d.malloc(k, h * h * 2, MAIN, s.fwd_cast_w[1])?);
-            }
-            let o = d.malloc(k, bsh, MAIN, s.fwd_o)?;
-            let x1 = d.malloc(k, bsh, MAIN, s.fwd_add1)?;
-            d.free(k, o, s.free_block_attn)?;
-            let ln2 = [
-                d.malloc(k, bsh, MAIN, s.fwd_ln2)?,
-                d.malloc(k, bs * 4, MAIN, s.fwd_ln2)?,
-                d.malloc(k, bs * 4, MAIN, s.fwd_ln2)?,
-            ];
-            if a == 2 {
-                casts.push(d.malloc(k, f * h * 2, MAIN, s.fwd_cast_w[2])?);
-            }
-            let h1 = d.malloc(k, bs * f * a, MAIN, s.fwd_fc1)?;
-            let g = d.malloc(k, bs * f * a, MAIN, s.fwd_gelu)?;
-            if a == 2 {
-                casts.push(d.malloc(k, h * f * 2, MAIN, s.fwd_cast_w[3])?);
-            }
-            let f2 = d.malloc(k, bsh, MAIN, s.fwd_fc2)?;
-            let x2 = d.malloc(k, bsh, MAIN, s.fwd_add2)?;
-            d.free(k, f2, s.free_block_mlp)?;
-            saved.push(LayerSaved {
-                casts,
-                xin: x,
-                ln1,
-                qkv,
-                att,
-                lse,
-                x1,
-                ln2,
-                h1,
-                g,
-            });
-            x = x2;
+        Shape {
+            m,
+            b,
+            sq,
+            bs: b * sq,
+            bsh: b * sq * m.hidden * m.act_bytes,
         }
-        let lnf = [
-            d.malloc(k, bsh, MAIN, s.fwd_lnf)?,
-            d.malloc(k, bs * 4, MAIN, s.fwd_lnf)?,
-            d.malloc(k, bs * 4, MAIN, s.fwd_lnf)?,
-        ];
-        let mut head_cast = Vec::new();
-        if a == 2 {
-            head_cast.push(d.malloc(k, v * h * 2, MAIN, s.fwd_cast_w[4])?);
-        }
-        let logits = d.malloc(k, bs * v * a, MAIN, s.fwd_head)?;
-        let lf = d.malloc(k, bs * v * 4, MAIN, s.fwd_cast)?;
-        let lsm = d.malloc(k, bs * v * 4, MAIN, s.fwd_logsoftmax)?;
-        d.free(k, lf, s.free_loss_fn)?;
-        let loss = d.malloc(k, 4, MAIN, s.fwd_loss)?;
-        let total_weight = d.malloc(k, 4, MAIN, s.fwd_loss)?;
+    }
+
+    /// The backward pass: the loss's gradient, the head and final norm, each layer in reverse
+    /// (with its gradients reduced on the communication stream on several devices), the
+    /// embeddings; then the gradients are clipped when the run does. Returns the reduce-scatter
+    /// outputs, freed after the optimizer step.
+    fn backward(
+        &mut self,
+        d: &mut Dev,
+        k: &mut dyn Sink,
+        sh: &Shape,
+        fwd: Forward,
+    ) -> Flow<Vec<BlockId>> {
+        let s = d.s;
+        let Forward {
+            saved,
+            lnf,
+            mut head_cast,
+            losses: (x, lsm, total_weight),
+            ..
+        } = fwd;
+        let (h, v, a) = (sh.m.hidden, sh.m.vocab, sh.m.act_bytes);
+        let (bs, bsh) = (sh.bs, sh.bsh);
         // backward (the autograd engine's device thread)
         let ones = d.malloc(k, 4, MAIN, s.bwd_ones)?;
         let g1 = d.malloc(k, bs * v * 4, MAIN, s.bwd_nll)?;
@@ -277,73 +480,8 @@ impl Train {
         gx = gln;
         let bucket = d.rng.range(1, 4);
         let mut comm_outs = Vec::new();
-        for (li, mut sv) in saved.into_iter().enumerate().rev() {
-            // MLP: fc2, gelu, fc1, ln2
-            let gf2 = d.malloc(k, bs * f * a, MAIN, s.bwd_addmm_in)?;
-            grads.push(d.malloc(k, h * f * 4, MAIN, s.bwd_addmm_w)?);
-            grads.push(d.malloc(k, h * 4, MAIN, s.bwd_addmm_b)?);
-            if let Some(c) = sv.casts.pop() {
-                d.free(k, c, s.free_saved_addmm)?;
-            }
-            d.free(k, sv.g, s.free_saved_addmm)?;
-            let gg = d.malloc(k, bs * f * a, MAIN, s.bwd_gelu)?;
-            d.free(k, gf2, s.free_engine)?;
-            d.free(k, sv.h1, s.free_saved_gelu)?;
-            let gfc1 = d.malloc(k, bsh, MAIN, s.bwd_addmm_in)?;
-            grads.push(d.malloc(k, f * h * 4, MAIN, s.bwd_addmm_w)?);
-            grads.push(d.malloc(k, f * 4, MAIN, s.bwd_addmm_b)?);
-            if let Some(c) = sv.casts.pop() {
-                d.free(k, c, s.free_saved_addmm)?;
-            }
-            d.free(k, gg, s.free_engine)?;
-            d.free(k, sv.ln2[0], s.free_saved_addmm)?;
-            let gln2 = d.malloc(k, bsh, MAIN, s.bwd_ln_in)?;
-            grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
-            grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
-            d.free(k, gfc1, s.free_engine)?;
-            d.free(k, sv.ln2[1], s.free_saved_ln)?;
-            d.free(k, sv.ln2[2], s.free_saved_ln)?;
-            d.free(k, sv.x1, s.free_saved_ln)?;
-            let gsum = d.malloc(k, bsh, MAIN, s.bwd_accum)?;
-            d.free(k, gln2, s.free_engine)?;
-            d.free(k, gx, s.free_engine)?;
-            // attention: o-proj, sdpa, split/cat, qkv, ln1
-            let go = d.malloc(k, bsh, MAIN, s.bwd_addmm_in)?;
-            grads.push(d.malloc(k, h * h * 4, MAIN, s.bwd_addmm_w)?);
-            grads.push(d.malloc(k, h * 4, MAIN, s.bwd_addmm_b)?);
-            if let Some(c) = sv.casts.pop() {
-                d.free(k, c, s.free_saved_addmm)?;
-            }
-            let mut dqkv = Vec::with_capacity(3);
-            for _ in 0..3 {
-                dqkv.push(d.malloc(k, bsh, MAIN, s.bwd_sdpa)?);
-            }
-            let sd = d.malloc(k, b * m.heads * sq * 4, MAIN, s.bwd_sdpa)?;
-            d.free(k, sd, s.free_engine)?;
-            d.free(k, go, s.free_engine)?;
-            d.free(k, sv.att, s.free_saved_sdpa)?;
-            d.free(k, sv.lse, s.free_saved_sdpa)?;
-            d.free(k, sv.qkv, s.free_saved_sdpa)?;
-            let gqkv = d.malloc(k, 3 * bsh, MAIN, s.bwd_cat)?;
-            d.free_all(k, &mut dqkv, s.free_engine)?;
-            let gln1 = d.malloc(k, bsh, MAIN, s.bwd_addmm_in)?;
-            grads.push(d.malloc(k, 3 * h * h * 4, MAIN, s.bwd_addmm_w)?);
-            grads.push(d.malloc(k, 3 * h * 4, MAIN, s.bwd_addmm_b)?);
-            if let Some(c) = sv.casts.pop() {
-                d.free(k, c, s.free_saved_addmm)?;
-            }
-            d.free(k, gqkv, s.free_engine)?;
-            d.free(k, sv.ln1[0], s.free_saved_addmm)?;
-            let gin = d.malloc(k, bsh, MAIN, s.bwd_ln_in)?;
-            grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
-            grads.push(d.malloc(k, h * 4, MAIN, s.bwd_ln_w)?);
-            d.free(k, gln1, s.free_engine)?;
-            d.free(k, sv.ln1[1], s.free_saved_ln)?;
-            d.free(k, sv.ln1[2], s.free_saved_ln)?;
-            d.free(k, sv.xin, s.free_saved_ln)?;
-            gx = d.malloc(k, bsh, MAIN, s.bwd_accum)?;
-            d.free(k, gin, s.free_engine)?;
-            d.free(k, gsum, s.free_engine)?;
+        for (li, sv) in saved.into_iter().enumerate().rev() {
+            gx = backward_layer(d, k, sh, sv, gx, &mut grads)?;
             if d.multi_device && li as u64 % bucket == 0 {
                 // Reduce-scatter of this layer's gradients on the communication stream.
                 let layer_bytes = (12 * h * h + 13 * h) * 4;
@@ -354,24 +492,25 @@ impl Train {
             }
         }
         grads.push(d.malloc(k, v * h * 4, MAIN, s.bwd_embed)?);
-        grads.push(d.malloc(k, m.seq * h * 4, MAIN, s.bwd_embed)?);
+        grads.push(d.malloc(k, sh.m.seq * h * 4, MAIN, s.bwd_embed)?);
         d.free(k, gx, s.free_engine)?;
         self.grads = grads;
         if self.clip {
-            // torch.nn.utils.clip_grad_norm_: one norm per gradient, stacked, then the total
-            let mut norms = Vec::with_capacity(np);
-            for _ in 0..np {
-                norms.push(d.malloc(k, 4, MAIN, s.clip_norms)?);
-            }
-            let stacked = d.malloc(k, np as u64 * 4, MAIN, s.clip_stack)?;
-            let total = d.malloc(k, 4, MAIN, s.clip_total)?;
-            d.free_all(k, &mut norms, s.free_clip)?;
-            d.free(k, stacked, s.free_clip)?;
-            let coef = d.malloc(k, 4, MAIN, s.clip_total)?;
-            d.free(k, coef, s.free_clip)?;
-            d.free(k, total, s.free_clip)?;
+            clip_grad_norm(d, k, np)?;
         }
-        // optimizer: Adam states once, then foreach temporaries every step
+        Ok(comm_outs)
+    }
+
+    /// The optimizer: Adam states once, then foreach temporaries every step; the gradients'
+    /// reduce-scatter outputs go; a leaking run keeps one tensor per step.
+    fn optimizer_step(
+        &mut self,
+        d: &mut Dev,
+        k: &mut dyn Sink,
+        mut comm_outs: Vec<BlockId>,
+    ) -> Flow {
+        let s = d.s;
+        let np = self.params.len();
         if self.adam.is_empty() {
             for i in 0..np {
                 let n = self.params[i].0 * 4;
@@ -389,18 +528,6 @@ impl Train {
             // `history.append(out.detach().clone())`: one tensor kept per step.
             let _kept = d.malloc(k, self.leak_bytes, MAIN, s.leak_clone)?;
         }
-        // optimizer.zero_grad(set_to_none=True)
-        let mut grads = std::mem::take(&mut self.grads);
-        d.free_all(k, &mut grads, s.free_zero_grad)?;
-        for t in [logits, loss, ids, labels] {
-            d.free(k, t, s.free_step)?;
-        }
-        if self.kind.empty_cache_every > 0
-            && step % self.kind.empty_cache_every == self.kind.empty_cache_every - 1
-        {
-            d.empty_cache(k, s.empty_cache_train)?;
-        }
-        k.annotation(d.a.device, d.a.now_us, &name, false);
         Ok(())
     }
 
