@@ -404,65 +404,135 @@ impl Paths {
     }
 }
 
-fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
-    let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
-    let train = env.user("train.py");
-    let infer = env.user("generate.py");
-    let model = env.user("model.py");
-    let top = vec![
-        py("train_step", &train, 0),
-        py("main", &train, l(150, 260)),
-        py("<module>", &train, l(270, 330)),
-    ];
-    let gen_top = vec![
-        py("generate", &infer, 0),
-        py("decorate_context", &env.torch("utils/_contextlib.py"), 116),
-        py("main", &infer, l(120, 200)),
-        py("<module>", &infer, l(210, 260)),
-    ];
-    let lines = Lines {
-        model_layers: l(200, 260),
-        block_attn: l(120, 140),
-        block_mlp: l(141, 160),
-    };
-    let p = Paths {
-        model: model.clone(),
-        mc: env.module_call(),
-        top,
-        gen_top,
-        lines,
-    };
-    let step_fwd = l(60, 80);
-    let step_bwd = step_fwd + l(2, 6);
-    let step_opt = step_bwd + l(1, 4);
-    let step_zero = step_opt + 1;
-    let linear_py = py(
-        "forward",
-        &env.torch("nn/modules/linear.py"),
-        if env.style == 0 { 114 } else { 125 },
-    );
-    let ln_py = py(
-        "forward",
-        &env.torch("nn/modules/normalization.py"),
-        if env.style == 0 { 201 } else { 217 },
-    );
-    let emb_py = py(
-        "forward",
-        &env.torch("nn/modules/sparse.py"),
-        if env.style == 0 { 162 } else { 190 },
-    );
-    let functional = env.torch("nn/functional.py");
-    let t = p.top.clone();
-    let g = p.gen_top.clone();
-    let (a_qkv, a_sdpa, a_o) = (l(60, 70), l(71, 80), l(81, 90));
-    let (m_fc1, m_gelu, m_fc2) = (l(95, 100), l(101, 104), l(105, 110));
-    // `x = x + self.attn(self.ln_1(x))`: layer norm, attention call and residual add share a line.
-    let (b_ln1, b_add1) = (p.lines.block_attn, p.lines.block_attn);
-    let (b_ln2, b_add2) = (p.lines.block_mlp, p.lines.block_mlp);
-    let (m_emb, m_lnf, m_head) = (l(180, 199), l(261, 270), l(271, 280));
+/// What the site groups share: the program's paths and stacks, its step's lines, and the lines
+/// of the model's code, drawn once in this order.
+struct SiteCtx<'e> {
+    env: &'e Env,
+    train: String,
+    infer: String,
+    p: Paths,
+    /// The training step's and generate()'s stacks.
+    t: Vec<Py>,
+    g: Vec<Py>,
+    step_fwd: i64,
+    step_bwd: i64,
+    step_opt: i64,
+    step_zero: i64,
+    linear_py: Py,
+    ln_py: Py,
+    emb_py: Py,
+    functional: String,
+    a_qkv: i64,
+    a_sdpa: i64,
+    a_o: i64,
+    m_fc1: i64,
+    m_gelu: i64,
+    m_fc2: i64,
+    b_ln1: i64,
+    b_add1: i64,
+    b_ln2: i64,
+    b_add2: i64,
+    m_emb: i64,
+    m_lnf: i64,
+    m_head: i64,
+}
 
-    let lin = |b: &mut Builder, inner: Vec<Py>| {
-        let mut v = vec![linear_py.clone(), p.mc[0].clone(), p.mc[1].clone()];
+impl<'e> SiteCtx<'e> {
+    fn new(env: &'e Env, rng: &mut Rng) -> SiteCtx<'e> {
+        let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
+        let train = env.user("train.py");
+        let infer = env.user("generate.py");
+        let model = env.user("model.py");
+        let top = vec![
+            py("train_step", &train, 0),
+            py("main", &train, l(150, 260)),
+            py("<module>", &train, l(270, 330)),
+        ];
+        let gen_top = vec![
+            py("generate", &infer, 0),
+            py("decorate_context", &env.torch("utils/_contextlib.py"), 116),
+            py("main", &infer, l(120, 200)),
+            py("<module>", &infer, l(210, 260)),
+        ];
+        let lines = Lines {
+            model_layers: l(200, 260),
+            block_attn: l(120, 140),
+            block_mlp: l(141, 160),
+        };
+        let p = Paths {
+            model: model.clone(),
+            mc: env.module_call(),
+            top,
+            gen_top,
+            lines,
+        };
+        let step_fwd = l(60, 80);
+        let step_bwd = step_fwd + l(2, 6);
+        let step_opt = step_bwd + l(1, 4);
+        let step_zero = step_opt + 1;
+        let linear_py = py(
+            "forward",
+            &env.torch("nn/modules/linear.py"),
+            if env.style == 0 { 114 } else { 125 },
+        );
+        let ln_py = py(
+            "forward",
+            &env.torch("nn/modules/normalization.py"),
+            if env.style == 0 { 201 } else { 217 },
+        );
+        let emb_py = py(
+            "forward",
+            &env.torch("nn/modules/sparse.py"),
+            if env.style == 0 { 162 } else { 190 },
+        );
+        let functional = env.torch("nn/functional.py");
+        let t = p.top.clone();
+        let g = p.gen_top.clone();
+        let (a_qkv, a_sdpa, a_o) = (l(60, 70), l(71, 80), l(81, 90));
+        let (m_fc1, m_gelu, m_fc2) = (l(95, 100), l(101, 104), l(105, 110));
+        // `x = x + self.attn(self.ln_1(x))`: layer norm, attention call and residual add share a line.
+        let (b_ln1, b_add1) = (p.lines.block_attn, p.lines.block_attn);
+        let (b_ln2, b_add2) = (p.lines.block_mlp, p.lines.block_mlp);
+        let (m_emb, m_lnf, m_head) = (l(180, 199), l(261, 270), l(271, 280));
+
+        SiteCtx {
+            env,
+            train,
+            infer,
+            p,
+            t,
+            g,
+            step_fwd,
+            step_bwd,
+            step_opt,
+            step_zero,
+            linear_py,
+            ln_py,
+            emb_py,
+            functional,
+            a_qkv,
+            a_sdpa,
+            a_o,
+            m_fc1,
+            m_gelu,
+            m_fc2,
+            b_ln1,
+            b_add1,
+            b_ln2,
+            b_add2,
+            m_emb,
+            m_lnf,
+            m_head,
+        }
+    }
+
+    /// An allocation by `nn.Linear` under `inner`.
+    fn lin(&self, b: &mut Builder, inner: Vec<Py>) -> u32 {
+        let mut v = vec![
+            self.linear_py.clone(),
+            self.p.mc[0].clone(),
+            self.p.mc[1].clone(),
+        ];
         v.extend(inner);
         b.alloc_py(
             &[
@@ -476,9 +546,15 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             "linear",
             &v,
         )
-    };
-    let cast_w = |b: &mut Builder, inner: Vec<Py>| {
-        let mut v = vec![linear_py.clone(), p.mc[0].clone(), p.mc[1].clone()];
+    }
+
+    /// Autocast's low-precision copy of a linear layer's weight.
+    fn cast_w(&self, b: &mut Builder, inner: Vec<Py>) -> u32 {
+        let mut v = vec![
+            self.linear_py.clone(),
+            self.p.mc[0].clone(),
+            self.p.mc[1].clone(),
+        ];
         v.extend(inner);
         let autocast = op(
             "_autocast_to_reduced_precision",
@@ -490,18 +566,51 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             "linear",
             &v,
         )
-    };
-    let lnorm = |b: &mut Builder, inner: Vec<Py>| {
+    }
+
+    /// An allocation by `nn.LayerNorm` under `inner`.
+    fn lnorm(&self, b: &mut Builder, inner: Vec<Py>) -> u32 {
         let mut v = vec![
-            py("layer_norm", &functional, 2900),
-            ln_py.clone(),
-            p.mc[0].clone(),
-            p.mc[1].clone(),
+            py("layer_norm", &self.functional, 2900),
+            self.ln_py.clone(),
+            self.p.mc[0].clone(),
+            self.p.mc[1].clone(),
         ];
         v.extend(inner);
         b.alloc_py(&[LAYER_NORM], "layer_norm", &v)
-    };
+    }
+
+    /// `torch.cuda.empty_cache()` called under `inner`.
+    fn empty_cache(&self, b: &mut Builder, inner: Vec<Py>) -> u32 {
+        let memory = self.env.torch("cuda/memory.py");
+        let mut v = vec![py("empty_cache", &memory, 192)];
+        v.extend(inner);
+        b.empty_cache(&v)
+    }
+}
+
+fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
+    let c = SiteCtx::new(env, rng);
     let mut s = Sites::default();
+    setup_sites(&c, b, rng, &mut s);
+    forward_sites(&c, b, &mut s);
+    let backward = backward_sites(&c, b, &mut s);
+    optimizer_sites(&c, b, &mut s);
+    step_extra_sites(&c, b, &mut s, &backward);
+    let gl = inference_sites(&c, b, rng, &mut s);
+    graph_and_eval_sites(&c, b, rng, &mut s, gl);
+    s
+}
+
+/// Moving the parameters to the device (`model.to()`) and the batch (`get_batch`).
+fn setup_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites) {
+    let env = c.env;
+    let train = &c.train;
+    let p = &c.p;
+    let t = &c.t;
+    let step_fwd = c.step_fwd;
+    let step_zero = c.step_zero;
+    let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
     let apply = env.torch("nn/modules/module.py");
     for depth in 0..3 {
         let mut v = vec![py("convert", &apply, 1326)];
@@ -510,29 +619,51 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
         }
         v.push(py("_apply", &apply, 930));
         v.push(py("to", &apply, 1340));
-        v.extend(p.in_step(
-            t[1].line - l(30, 60),
-            &[py("main", &train, 0), t[2].clone()],
-        ));
+        v.extend(p.in_step(t[1].line - l(30, 60), &[py("main", train, 0), t[2].clone()]));
         s.param_init[depth] = b.alloc_py(&[TO_COPY, op("to_dtype_layout", T1, false)], "to", &v);
     }
     let data = env.user("data.py");
     let get_batch = |line: i64| {
         let mut v = vec![py("get_batch", &data, line)];
-        v.extend(p.in_step(step_fwd - 3, &t));
+        v.extend(p.in_step(step_fwd - 3, t));
         v
     };
     s.data_ids = b.alloc_py(&[TO_COPY], "to", &get_batch(l(20, 40)));
     s.data_labels = b.alloc_py(&[TO_COPY], "to", &get_batch(l(41, 50)));
-    s.free_step = b.free_py(&p.in_step(step_zero + 2, &t));
+    s.free_step = b.free_py(&p.in_step(step_zero + 2, t));
+}
+
+/// The training forward pass: embedding, a block (attention and MLP), head, loss.
+fn forward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
+    let p = &c.p;
+    let t = &c.t;
+    let emb_py = &c.emb_py;
+    let functional = &c.functional;
+    let step_fwd = c.step_fwd;
+    let a_qkv = c.a_qkv;
+    let a_sdpa = c.a_sdpa;
+    let a_o = c.a_o;
+    let m_fc1 = c.m_fc1;
+    let m_gelu = c.m_gelu;
+    let m_fc2 = c.m_fc2;
+    let b_ln1 = c.b_ln1;
+    let b_add1 = c.b_add1;
+    let b_ln2 = c.b_ln2;
+    let b_add2 = c.b_add2;
+    let m_emb = c.m_emb;
+    let m_lnf = c.m_lnf;
+    let m_head = c.m_head;
+    let lin = |b: &mut Builder, inner: Vec<Py>| c.lin(b, inner);
+    let cast_w = |b: &mut Builder, inner: Vec<Py>| c.cast_w(b, inner);
+    let lnorm = |b: &mut Builder, inner: Vec<Py>| c.lnorm(b, inner);
     s.fwd_embed = {
         let mut v = vec![
-            py("embedding", &functional, 2551),
+            py("embedding", functional, 2551),
             emb_py.clone(),
             p.mc[0].clone(),
             p.mc[1].clone(),
         ];
-        v.extend(p.in_model(m_emb, step_fwd, &t));
+        v.extend(p.in_model(m_emb, step_fwd, t));
         b.alloc_py(
             &[
                 EMBEDDING,
@@ -546,9 +677,9 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             &v,
         )
     };
-    s.fwd_ln1 = lnorm(b, p.in_block(b_ln1, step_fwd, &t));
-    s.fwd_qkv = lin(b, p.in_attn(a_qkv, step_fwd, &t));
-    s.fwd_cast_w[0] = cast_w(b, p.in_attn(a_qkv, step_fwd, &t));
+    s.fwd_ln1 = lnorm(b, p.in_block(b_ln1, step_fwd, t));
+    s.fwd_qkv = lin(b, p.in_attn(a_qkv, step_fwd, t));
+    s.fwd_cast_w[0] = cast_w(b, p.in_attn(a_qkv, step_fwd, t));
     s.fwd_sdpa = b.alloc_py(
         &[
             SDPA,
@@ -559,24 +690,24 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             ),
         ],
         "scaled_dot_product_attention",
-        &p.in_attn(a_sdpa, step_fwd, &t),
+        &p.in_attn(a_sdpa, step_fwd, t),
     );
-    s.fwd_o = lin(b, p.in_attn(a_o, step_fwd, &t));
-    s.fwd_cast_w[1] = cast_w(b, p.in_attn(a_o, step_fwd, &t));
-    s.fwd_add1 = b.alloc_py(&[ADD], "add", &p.in_block(b_add1, step_fwd, &t));
-    s.fwd_ln2 = lnorm(b, p.in_block(b_ln2, step_fwd, &t));
-    s.fwd_fc1 = lin(b, p.in_mlp(m_fc1, step_fwd, &t));
-    s.fwd_cast_w[2] = cast_w(b, p.in_mlp(m_fc1, step_fwd, &t));
-    s.fwd_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(m_gelu, step_fwd, &t));
-    s.fwd_fc2 = lin(b, p.in_mlp(m_fc2, step_fwd, &t));
-    s.fwd_cast_w[3] = cast_w(b, p.in_mlp(m_fc2, step_fwd, &t));
-    s.fwd_add2 = b.alloc_py(&[ADD], "add", &p.in_block(b_add2, step_fwd, &t));
-    s.fwd_lnf = lnorm(b, p.in_model(m_lnf, step_fwd, &t));
-    s.fwd_head = lin(b, p.in_model(m_head, step_fwd, &t));
-    s.fwd_cast_w[4] = cast_w(b, p.in_model(m_head, step_fwd, &t));
+    s.fwd_o = lin(b, p.in_attn(a_o, step_fwd, t));
+    s.fwd_cast_w[1] = cast_w(b, p.in_attn(a_o, step_fwd, t));
+    s.fwd_add1 = b.alloc_py(&[ADD], "add", &p.in_block(b_add1, step_fwd, t));
+    s.fwd_ln2 = lnorm(b, p.in_block(b_ln2, step_fwd, t));
+    s.fwd_fc1 = lin(b, p.in_mlp(m_fc1, step_fwd, t));
+    s.fwd_cast_w[2] = cast_w(b, p.in_mlp(m_fc1, step_fwd, t));
+    s.fwd_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(m_gelu, step_fwd, t));
+    s.fwd_fc2 = lin(b, p.in_mlp(m_fc2, step_fwd, t));
+    s.fwd_cast_w[3] = cast_w(b, p.in_mlp(m_fc2, step_fwd, t));
+    s.fwd_add2 = b.alloc_py(&[ADD], "add", &p.in_block(b_add2, step_fwd, t));
+    s.fwd_lnf = lnorm(b, p.in_model(m_lnf, step_fwd, t));
+    s.fwd_head = lin(b, p.in_model(m_head, step_fwd, t));
+    s.fwd_cast_w[4] = cast_w(b, p.in_model(m_head, step_fwd, t));
     let ce = |line: i64| {
-        let mut v = vec![py("cross_entropy", &functional, 3479)];
-        v.extend(p.in_step(line, &t));
+        let mut v = vec![py("cross_entropy", functional, 3479)];
+        v.extend(p.in_step(line, t));
         v
     };
     s.fwd_cast = b.alloc_py(&[TO_COPY], "float", &ce(step_fwd + 1));
@@ -593,9 +724,17 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
         &ce(step_fwd + 1),
     );
     s.fwd_loss = b.alloc_py(&[NLL, op("nll_loss_nd", "at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&, long, c10::SymInt", false)], "cross_entropy_loss", &ce(step_fwd + 1));
-    s.free_block_attn = b.free_py(&p.in_block(b_add1, step_fwd, &t));
-    s.free_block_mlp = b.free_py(&p.in_block(b_add2, step_fwd, &t));
+    s.free_block_attn = b.free_py(&p.in_block(b_add1, step_fwd, t));
+    s.free_block_mlp = b.free_py(&p.in_block(b_add2, step_fwd, t));
     s.free_loss_fn = b.free_py(&ce(step_fwd + 1));
+}
+
+/// The backward pass: the autograd engine's allocations and the frees of saved tensors. Returns the stack of `loss.backward()`.
+fn backward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) -> Vec<Py> {
+    let env = c.env;
+    let p = &c.p;
+    let t = &c.t;
+    let step_bwd = c.step_bwd;
     let autograd = env.torch("autograd/__init__.py");
     let backward = {
         let mut v = vec![
@@ -603,7 +742,7 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             py("backward", &autograd, 347),
             py("backward", &env.torch("_tensor.py"), 581),
         ];
-        v.extend(p.in_step(step_bwd, &t));
+        v.extend(p.in_step(step_bwd, t));
         v
     };
     s.bwd_ones = b.alloc_py(
@@ -661,12 +800,22 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
     s.free_saved_logsoftmax = b.free_saved("LogSoftmaxBackward0");
     s.free_saved_nll = b.free_saved("NllLossBackward0");
     s.free_engine = b.free_engine_temp();
+    backward
+}
+
+/// AdamW (its states and foreach temporaries) and `zero_grad`.
+fn optimizer_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
+    let env = c.env;
+    let p = &c.p;
+    let t = &c.t;
+    let step_opt = c.step_opt;
+    let step_zero = c.step_zero;
     let adam = env.torch("optim/adamw.py");
     let optim = env.torch("optim/optimizer.py");
     let opt = |inner: Vec<Py>, line: i64| {
         let mut v = inner;
         v.extend([py("_use_grad", &optim, 79), py("wrapper", &optim, 487)]);
-        v.extend(p.in_step(line, &t));
+        v.extend(p.in_step(line, t));
         v
     };
     s.opt_init = b.alloc_py(
@@ -695,9 +844,19 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
     s.free_opt_tmp = b.free_py(&opt(multi_free, step_opt));
     s.free_zero_grad = b.free_py(&{
         let mut v = vec![py("zero_grad", &optim, 980)];
-        v.extend(p.in_step(step_zero, &t));
+        v.extend(p.in_step(step_zero, t));
         v
     });
+}
+
+/// FSDP's gradient reduce-scatter (under `backward`), gradient clipping, a leaking clone, `empty_cache` after a step.
+fn step_extra_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites, backward: &[Py]) {
+    let env = c.env;
+    let p = &c.p;
+    let t = &c.t;
+    let step_bwd = c.step_bwd;
+    let step_zero = c.step_zero;
+    let empty_cache = |b: &mut Builder, inner: Vec<Py>| c.empty_cache(b, inner);
     let coll = env.torch("distributed/fsdp/_fully_shard/_fsdp_collectives.py");
     let post = env.torch("distributed/fsdp/_fully_shard/_fsdp_param_group.py");
     let reduce = |line: i64| {
@@ -706,7 +865,7 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             py("post_backward", &post, 478),
             py("_backward_hook", &post, 590),
         ];
-        v.extend(backward.clone());
+        v.extend(backward.to_vec());
         v
     };
     s.comm_bucket = b.alloc_py(&[CAT], "cat", &reduce(352));
@@ -720,7 +879,7 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
             py("clip_grad_norm_", &clip, 217),
             py("_no_grad_wrapper", &clip, 35),
         ];
-        v.extend(p.in_step(step_bwd + 1, &t));
+        v.extend(p.in_step(step_bwd + 1, t));
         v
     };
     s.clip_norms = b.alloc_py(
@@ -739,54 +898,86 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
     );
     s.clip_total = b.alloc_py(&[op("linalg_vector_norm", "at::Tensor const&, c10::Scalar const&, c10::OptionalArrayRef<long>, bool, std::optional<c10::ScalarType>", true)], "linalg_vector_norm", &clip_frames(94));
     s.free_clip = b.free_py(&clip_frames(96));
-    s.leak_clone = b.alloc_py(&[CLONE], "clone", &p.in_step(step_zero + 1, &t));
-    let memory = env.torch("cuda/memory.py");
-    let empty_cache = |b: &mut Builder, inner: Vec<Py>| {
-        let mut v = vec![py("empty_cache", &memory, 192)];
-        v.extend(inner);
-        b.empty_cache(&v)
-    };
-    s.empty_cache_train = empty_cache(b, p.in_step(step_zero + 3, &t));
+    s.leak_clone = b.alloc_py(&[CLONE], "clone", &p.in_step(step_zero + 1, t));
+    s.empty_cache_train = empty_cache(b, p.in_step(step_zero + 3, t));
+}
+
+/// Inference: generate() with a growing KV cache (torch.cat per token). Returns the line in
+/// generate() of its loop.
+fn inference_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites) -> i64 {
+    let p = &c.p;
+    let g = &c.g;
+    let emb_py = &c.emb_py;
+    let functional = &c.functional;
+    let a_qkv = c.a_qkv;
+    let a_sdpa = c.a_sdpa;
+    let a_o = c.a_o;
+    let m_fc1 = c.m_fc1;
+    let m_gelu = c.m_gelu;
+    let m_fc2 = c.m_fc2;
+    let b_ln1 = c.b_ln1;
+    let b_add1 = c.b_add1;
+    let b_add2 = c.b_add2;
+    let m_emb = c.m_emb;
+    let m_lnf = c.m_lnf;
+    let m_head = c.m_head;
+    let lin = |b: &mut Builder, inner: Vec<Py>| c.lin(b, inner);
+    let lnorm = |b: &mut Builder, inner: Vec<Py>| c.lnorm(b, inner);
+    let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
     // Inference: generate() with a growing KV cache (torch.cat per token).
     let gl = l(40, 90);
-    s.inf_ids = b.alloc_py(&[TO_COPY], "to", &p.in_step(gl - 5, &g));
+    s.inf_ids = b.alloc_py(&[TO_COPY], "to", &p.in_step(gl - 5, g));
     s.inf_embed = {
         let mut v = vec![
-            py("embedding", &functional, 2551),
+            py("embedding", functional, 2551),
             emb_py.clone(),
             p.mc[0].clone(),
             p.mc[1].clone(),
         ];
-        v.extend(p.in_model(m_emb, gl, &g));
+        v.extend(p.in_model(m_emb, gl, g));
         b.alloc_py(&[EMBEDDING], "embedding", &v)
     };
-    s.inf_ln = lnorm(b, p.in_block(b_ln1, gl, &g));
-    s.inf_qkv = lin(b, p.in_attn(a_qkv, gl, &g));
-    s.inf_kcat = b.alloc_py(&[CAT], "cat", &p.in_attn(a_qkv + 3, gl, &g));
-    s.inf_vcat = b.alloc_py(&[CAT], "cat", &p.in_attn(a_qkv + 4, gl, &g));
+    s.inf_ln = lnorm(b, p.in_block(b_ln1, gl, g));
+    s.inf_qkv = lin(b, p.in_attn(a_qkv, gl, g));
+    s.inf_kcat = b.alloc_py(&[CAT], "cat", &p.in_attn(a_qkv + 3, gl, g));
+    s.inf_vcat = b.alloc_py(&[CAT], "cat", &p.in_attn(a_qkv + 4, gl, g));
     s.inf_sdpa = b.alloc_py(
         &[SDPA],
         "scaled_dot_product_attention",
-        &p.in_attn(a_sdpa, gl, &g),
+        &p.in_attn(a_sdpa, gl, g),
     );
-    s.inf_o = lin(b, p.in_attn(a_o, gl, &g));
-    s.inf_add = b.alloc_py(&[ADD], "add", &p.in_block(b_add1, gl, &g));
-    s.inf_fc1 = lin(b, p.in_mlp(m_fc1, gl, &g));
-    s.inf_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(m_gelu, gl, &g));
-    s.inf_fc2 = lin(b, p.in_mlp(m_fc2, gl, &g));
-    s.inf_lnf = lnorm(b, p.in_model(m_lnf, gl, &g));
-    s.inf_head = lin(b, p.in_model(m_head, gl, &g));
-    s.inf_cast = b.alloc_py(&[TO_COPY], "float", &p.in_step(gl + 2, &g));
-    s.inf_softmax = b.alloc_py(&[SOFTMAX], "softmax", &p.in_step(gl + 3, &g));
-    s.inf_sample = b.alloc_py(&[MULTINOMIAL], "multinomial", &p.in_step(gl + 4, &g));
-    s.inf_ids_cat = b.alloc_py(&[CAT], "cat", &p.in_step(gl + 6, &g));
-    s.inf_free_layer = b.free_py(&p.in_block(b_add2, gl, &g));
-    s.inf_free_kv = b.free_py(&p.in_attn(a_qkv + 4, gl, &g));
-    s.inf_free_gen = b.free_py(&p.in_step(gl + 8, &g));
-    s.inf_free_step = b.free_py(&p.in_step(gl + 7, &g));
+    s.inf_o = lin(b, p.in_attn(a_o, gl, g));
+    s.inf_add = b.alloc_py(&[ADD], "add", &p.in_block(b_add1, gl, g));
+    s.inf_fc1 = lin(b, p.in_mlp(m_fc1, gl, g));
+    s.inf_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(m_gelu, gl, g));
+    s.inf_fc2 = lin(b, p.in_mlp(m_fc2, gl, g));
+    s.inf_lnf = lnorm(b, p.in_model(m_lnf, gl, g));
+    s.inf_head = lin(b, p.in_model(m_head, gl, g));
+    s.inf_cast = b.alloc_py(&[TO_COPY], "float", &p.in_step(gl + 2, g));
+    s.inf_softmax = b.alloc_py(&[SOFTMAX], "softmax", &p.in_step(gl + 3, g));
+    s.inf_sample = b.alloc_py(&[MULTINOMIAL], "multinomial", &p.in_step(gl + 4, g));
+    s.inf_ids_cat = b.alloc_py(&[CAT], "cat", &p.in_step(gl + 6, g));
+    s.inf_free_layer = b.free_py(&p.in_block(b_add2, gl, g));
+    s.inf_free_kv = b.free_py(&p.in_attn(a_qkv + 4, gl, g));
+    s.inf_free_gen = b.free_py(&p.in_step(gl + 8, g));
+    s.inf_free_step = b.free_py(&p.in_step(gl + 7, g));
+    gl
+}
+
+/// A CUDA graph capture during warm-up, and `evaluate()` between training steps.
+fn graph_and_eval_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites, gl: i64) {
+    let train = &c.train;
+    let infer = &c.infer;
+    let p = &c.p;
+    let t = &c.t;
+    let g = &c.g;
+    let step_zero = c.step_zero;
+    let a_sdpa = c.a_sdpa;
+    let empty_cache = |b: &mut Builder, inner: Vec<Py>| c.empty_cache(b, inner);
+    let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
     let cap_top = vec![
-        py("capture_decode", &infer, 0),
-        py("warmup", &infer, l(36, 39)),
+        py("capture_decode", infer, 0),
+        py("warmup", infer, l(36, 39)),
         g[2].clone(),
         g[3].clone(),
     ];
@@ -798,13 +989,13 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
         &p.in_attn(a_sdpa, cap_line + 2, &cap_top),
     );
     s.graph_free = b.free_py(&p.in_attn(a_sdpa, cap_line + 2, &cap_top));
-    s.empty_cache_infer = empty_cache(b, p.in_step(gl + 9, &g));
+    s.empty_cache_infer = empty_cache(b, p.in_step(gl + 9, g));
     // evaluate(), between train_step and main in train.py; its lines follow from lines drawn
     // above (no draw here, so the other workloads' bytes do not depend on it).
     let e = step_zero + 12 + t[1].line % 17;
     let et = vec![
-        py("evaluate", &train, 0),
-        py("main", &train, t[1].line + 3),
+        py("evaluate", train, 0),
+        py("main", train, t[1].line + 3),
         t[2].clone(),
     ];
     s.eval_empty_cache = empty_cache(b, p.in_step(e + 1, &et));
@@ -819,5 +1010,4 @@ fn build_sites(b: &mut Builder, env: &Env, rng: &mut Rng) -> Sites {
     s.eval_free_ids = b.free_py(&p.in_step(e + 8, &et));
     s.eval_free_out = b.free_py(&p.in_step(e + 9, &et));
     s.eval_cat = b.alloc_py(&[CAT], "cat", &p.in_step(e + 11, &et));
-    s
 }
