@@ -24,57 +24,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, memlens, skipOrFail, ROOT, OUT, SNAPS } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
-const PREFIX = '/memlens/';
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const A = path.join(SNAPS, 'Wedsonlin__assignment2-systems__results_medium_512_training_memory_snapshot.pickle');
 const B = path.join(SNAPS, 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle');
 
-let server, base, context, page;
-const foreign = [];
-const pageErrors = [];
+let viewer, base, page, foreign, pageErrors;
 
-function memlens(args) {
-  if (!fs.existsSync(MEMLENS)) {
-    throw new Error(`${MEMLENS} is missing: run \`cargo build --release -p memlens-cli\` first (scripts/test.sh does)`);
-  }
-  return execFileSync(MEMLENS, args, { maxBuffer: 1 << 28 }).toString();
-}
+before(async () => {
+  viewer = await openViewer({ viewport: { width: 1400, height: 1000 } });
+  ({ base, page, foreign, pageErrors } = viewer);
+});
+
+after(async () => {
+  await viewer?.close();
+});
 
 /** The independent count (Python) of what a frame search should match. */
 function pyCount(file, device, frame) {
   return Number(execFileSync('python3', [path.join(HERE, 'search_count.py'), file, String(device), '', frame]).toString().trim());
 }
-
-before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `${DIST}/index.html is missing: run scripts/serve.sh --build first`);
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1400, height: 1000 });
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u) || u.startsWith('blob:') || u.startsWith('data:') || u === 'about:blank') return route.continue();
-    foreign.push(u);
-    return route.abort();
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-  });
-});
-
-after(async () => {
-  await context?.close();
-  server?.close();
-});
 
 /** Opens `files` one after the other on `hash`, and waits for the compared view, painted. */
 async function openCompare(hash, files) {

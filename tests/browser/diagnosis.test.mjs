@@ -26,16 +26,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, memlens, requireMemlens, skipOrFail, OUT, SNAPS } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
-const PREFIX = '/memlens/';
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 // Real snapshots with traces: a training step with memory from before the trace, a small
 // inductor run, and a full step with optimizer states.
 const REAL = [
@@ -48,22 +41,7 @@ const TOP_ROWS = 5;
 /** Rows the view shows per table (web/src/page/diagnosis.rs). */
 const VIEW_ROWS = 15;
 
-let server, base, context, page;
-const foreign = [];
-const pageErrors = [];
-
-/** A clear failure when the release CLI is not built. */
-function requireMemlens() {
-  if (!fs.existsSync(MEMLENS)) {
-    throw new Error(`${MEMLENS} is missing: run \`cargo build --release -p memlens-cli\` first (scripts/test.sh does)`);
-  }
-}
-
-/** Runs the release CLI. */
-function memlens(args) {
-  requireMemlens();
-  return execFileSync(MEMLENS, args, { maxBuffer: 1 << 28 }).toString();
-}
+let viewer, base, page, foreign, pageErrors;
 
 /** `memlens diagnose --json FILE`: { devices: [...] }. */
 function diagnoseJson(file) {
@@ -167,27 +145,12 @@ function compare(view, d, label) {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `${DIST}/index.html is missing: run scripts/serve.sh --build first`);
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1400, height: 900 });
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u) || u.startsWith('blob:') || u.startsWith('data:') || u === 'about:blank') return route.continue();
-    foreign.push(u);
-    return route.abort();
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-    if (m.text().startsWith('memlens:') && process.env.MEMLENS_E2E_VERBOSE) console.log(m.text());
-  });
+  viewer = await openViewer({ viewport: { width: 1400, height: 900 } });
+  ({ base, page, foreign, pageErrors } = viewer);
 });
 
 after(async () => {
-  await context?.close();
-  server?.close();
+  await viewer?.close();
 });
 
 for (const [i, name] of REAL.entries()) {

@@ -1,12 +1,31 @@
-// Shared scaffolding of the browser tests: a static server for dist/ under a sub-path (so the
-// page must use relative URLs) and a fresh headless Debian Chromium with the flags this machine
-// needs (no background networking: nothing may leave 127.0.0.1).
+// Shared scaffolding of the browser tests: where things are (dist/, the release CLI, the shared
+// snapshots), a static server for dist/ under a sub-path (so the page must use relative URLs), a
+// fresh headless Debian Chromium with the flags this machine needs (no background networking:
+// nothing may leave 127.0.0.1), the viewer opened in it with requests and errors watched
+// (`openViewer`), the CLI (`memlens`, `statsJson`), and waiting for a file to be shown.
 
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(HERE, '../..');
+export const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
+/** Screenshots and other artefacts the tests leave for a person to look at. */
+export const OUT = path.join(ROOT, 'tests/out');
+export const SNAPS = path.resolve(ROOT, '../shared/snapshots');
+export const FIXTURES = path.join(ROOT, 'tests/fixtures/bin');
+export const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
+export const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
+/** The sub-path dist/ is served under. */
+export const PREFIX = '/memlens/';
+/** Plot margins of web/src/page/canvas.rs (CSS px). */
+export const MARGIN_LEFT = 76, MARGIN_RIGHT = 12, MARGIN_TOP = 18, MARGIN_BOTTOM = 24;
 
 export const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
   '.css': 'text/css', '.pickle': 'application/octet-stream', '.json': 'application/json' };
@@ -16,6 +35,7 @@ export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--
 
 /** Serves the files of `dir` at http://127.0.0.1:<port><prefix>; resolves to { server, base }. */
 export async function serveDist(dir, prefix) {
+  dir = path.resolve(dir);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
     if (!url.pathname.startsWith(prefix)) { res.writeHead(404); res.end(); return; }
@@ -51,4 +71,102 @@ export function skipOrFail(t, why) {
   }
   console.log(`NOTICE: ${why}; skipped`);
   t.skip(why);
+}
+
+/** A clear failure when the release CLI is not built. */
+export function requireMemlens() {
+  if (!fs.existsSync(MEMLENS)) {
+    throw new Error(`${MEMLENS} is missing: run \`cargo build --release -p memlens-cli\` first (scripts/test.sh does)`);
+  }
+}
+
+/** Runs the release CLI with `args` and returns what it printed. */
+export function memlens(args) {
+  requireMemlens();
+  return execFileSync(MEMLENS, args, { maxBuffer: 1 << 28 }).toString();
+}
+
+/** `memlens stats --json ...args`, parsed. */
+export function statsJson(...args) {
+  return JSON.parse(memlens(['stats', '--json', ...args]));
+}
+
+/** The device the page shows first: longest trace, lowest ordinal on a tie. */
+export function defaultDevice(st) {
+  let best = null;
+  for (const d of st.devices) if (best === null || d.trace_entries > best.trace_entries) best = d;
+  return best;
+}
+
+/**
+ * Serves dist/ and opens a page in a fresh Chromium. Every request that would leave 127.0.0.1
+ * is aborted and listed in `foreign` (`strict`: blob:, data: and about:blank too); page errors
+ * and console errors are listed in `pageErrors`, the page's `memlens:` console lines in `log`
+ * (printed under MEMLENS_E2E_VERBOSE=1). Resolves to { server, base, context, page, foreign,
+ * pageErrors, log, close }.
+ */
+export async function openViewer({ viewport = { width: 1400, height: 860 }, strict = false } = {}) {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `${DIST}/index.html is missing: run scripts/serve.sh --build first`);
+  fs.mkdirSync(OUT, { recursive: true });
+  const { server, base } = await serveDist(DIST, PREFIX);
+  const context = await launchChromium(viewport);
+  const foreign = [], pageErrors = [], log = [];
+  const local = (u) => /^http:\/\/127\.0\.0\.1:\d+\//.test(u)
+    || (!strict && (u.startsWith('blob:') || u.startsWith('data:') || u === 'about:blank'));
+  await context.route('**/*', (route) => {
+    const u = route.request().url();
+    if (local(u)) return route.continue();
+    foreign.push(u);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  watchPage(page, pageErrors, log);
+  const close = async () => {
+    await context.close();
+    server.close();
+  };
+  return { server, base, context, page, foreign, pageErrors, log, close };
+}
+
+/**
+ * Lists `page`'s errors and console errors in `pageErrors`, and its `memlens:` console lines in
+ * `log` (printed under MEMLENS_E2E_VERBOSE=1).
+ */
+export function watchPage(page, pageErrors, log = []) {
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(m.text());
+    if (m.text().startsWith('memlens:')) {
+      log.push(m.text());
+      if (process.env.MEMLENS_E2E_VERBOSE) console.log(m.text());
+    }
+  });
+}
+
+/**
+ * Waits until `page` shows file `name`, ready and painted (`paint`: the dataset key of the
+ * paint waited for, `firstPaintMs` or `exactPaintMs`).
+ */
+export async function waitShown(page, name, { timeout = 60000, paint = 'firstPaintMs' } = {}) {
+  await page.waitForFunction(([n, k]) => {
+    const r = document.getElementById('memlens');
+    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset[k];
+  }, [name, paint], { timeout });
+}
+
+/** The summary strip of `page`: { device, metrics (data-metric → data-value), text }, or null. */
+export async function summary(page) {
+  return page.evaluate(() => {
+    const s = document.querySelector('[data-testid=summary]');
+    if (!s) return null;
+    const m = {};
+    for (const e of s.querySelectorAll('[data-metric]')) m[e.dataset.metric] = e.dataset.value;
+    return { device: s.dataset.device, metrics: m, text: s.textContent };
+  });
+}
+
+/** Opens `file` through the page's file input and waits until it is shown. */
+export async function openFile(page, file, opts) {
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitShown(page, path.basename(file), opts);
 }

@@ -17,22 +17,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, summary as summaryOf, waitShown, skipOrFail, OUT, SNAPS } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
-const PREFIX = '/memlens/';
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
 const OTHER = 'kkaitlyn111__cs336-a2-systems__memory_small_forward.pickle';
 /** Each hostile drop ends in the banner within this (seconds, not minutes). */
 const BOUND_MS = 15000;
 
-let server, base, context, page;
-const pageErrors = [];
+let viewer, base, page, pageErrors;
+
+/** The summary strip's numbers ({} when there is none). */
+const summary = async () => (await summaryOf(page))?.metrics ?? {};
 
 // ------------------------------------------------------------------ the inputs (as in robustness.rs)
 
@@ -138,37 +133,13 @@ async function banner(name, timeout = BOUND_MS) {
   return { text, ms: Date.now() - t0 };
 }
 
-async function waitShown(name, timeout = 60000) {
-  await page.waitForFunction((n) => {
-    const r = document.getElementById('memlens');
-    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset.firstPaintMs;
-  }, name, { timeout });
-}
-
-async function summary() {
-  return page.evaluate(() => {
-    const s = document.querySelector('[data-testid=summary]');
-    const m = {};
-    for (const e of s?.querySelectorAll('[data-metric]') || []) m[e.dataset.metric] = e.dataset.value;
-    return m;
-  });
-}
-
 before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `scripts/serve.sh --build` first');
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1400, height: 860 });
-  await context.route('**/*', (route) => (/^http:\/\/127\.0\.0\.1:\d+\//.test(route.request().url())
-    ? route.continue() : route.abort()));
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  viewer = await openViewer({ strict: true });
+  ({ base, page, pageErrors } = viewer);
 });
 
 after(async () => {
-  await context?.close();
-  server?.close();
+  await viewer?.close();
 });
 
 test('every hostile input ends in the banner, and the file shown stays', async (t) => {
@@ -176,7 +147,7 @@ test('every hostile input ends in the banner, and the file shown stays', async (
   await page.goto(base);
   await page.waitForSelector('#memlens[data-state=empty]');
   await page.setInputFiles('[data-testid=file-input]', path.join(SNAPS, REAL));
-  await waitShown(REAL);
+  await waitShown(page, REAL);
   const shown = await summary();
   assert.ok(shown.trace_entries > 0, JSON.stringify(shown));
   const times = [];
@@ -223,7 +194,7 @@ test('a worker that runs out of memory is reported and replaced; the next file o
   await page.selectOption('[data-testid=view-select]', 'timeline');
   // and the next good file opens normally
   await page.setInputFiles('[data-testid=file-input]', path.join(SNAPS, OTHER));
-  await waitShown(OTHER);
+  await waitShown(page, OTHER);
   assert.ok((await summary()).trace_entries > 0);
 });
 

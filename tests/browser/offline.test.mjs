@@ -21,29 +21,20 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { spawn, spawnSync } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Firefox, FIREFOX } from './firefox-bidi.mjs';
-import { skipOrFail } from './harness.mjs';
+import { serveDist, statsJson as stats, defaultDevice, skipOrFail, CHROMIUM_ARGS, DIST, SNAPS, FIXTURES,
+  MEMLENS, ROOT } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = path.resolve(process.env.MEMLENS_DIST || path.join(ROOT, 'dist'));
 const SINGLE = path.resolve(process.env.MEMLENS_SINGLE || path.join(ROOT, 'dist-single/memlens.html'));
-const FIXTURES = path.join(ROOT, 'tests/fixtures/bin');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const PREFIX = '/tools/memlens/';
 const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
   'largest_free_block_bytes', 'timeline_peak_bytes', 'peak_reserved_bytes', 'trace_entries'];
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.pickle': 'application/octet-stream' };
 
 let browser;
 let tmp;
@@ -87,17 +78,6 @@ function viewAndFiles() {
 }
 
 // ---------- helpers ----------
-
-function stats(file) {
-  return JSON.parse(execFileSync(MEMLENS, ['stats', '--json', file], { maxBuffer: 1 << 28 }).toString());
-}
-
-/** The device the page shows first: longest trace, lowest ordinal on a tie. */
-function defaultDevice(st) {
-  let best = null;
-  for (const d of st.devices) if (best === null || d.trace_entries > best.trace_entries) best = d;
-  return best;
-}
 
 function checkSummary(sum, dev, label) {
   assert.ok(sum, `${label}: not shown`);
@@ -181,8 +161,7 @@ before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-offline-'));
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: CHROMIUM_ARGS,
   });
 });
 
@@ -210,18 +189,8 @@ test('dist/: the built page carries a CSP that allows only its own files', () =>
 });
 
 test('dist/ under /tools/memlens/: works under its CSP, and the CSP blocks other origins', async () => {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://127.0.0.1');
-    if (!url.pathname.startsWith(PREFIX)) { res.writeHead(404); res.end(); return; }
-    const file = path.resolve(DIST, decodeURIComponent(url.pathname.slice(PREFIX.length)) || 'index.html');
-    if (!file.startsWith(DIST + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404); res.end(); return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const origin = `http://127.0.0.1:${server.address().port}`;
+  const { server, base } = await serveDist(DIST, PREFIX);
+  const origin = new URL(base).origin;
   const w = await watchedPage((u) => u.startsWith(`${origin}/`));
   try {
     await w.page.goto(`${origin}${PREFIX}`);

@@ -22,58 +22,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, summary as summaryOf, openFile as open, statsJson, defaultDevice, skipOrFail, OUT, SNAPS,
+  FIXTURES } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
-const FIXTURES = path.join(ROOT, 'tests/fixtures/bin');
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
 const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
   'largest_free_block_bytes', 'timeline_peak_bytes', 'peak_reserved_bytes', 'trace_entries'];
 
-let server, base, context, page, scratch;
-const pageErrors = [];
+let viewer, base, page, pageErrors, scratch;
 
-function stats(file) {
-  if (!fs.existsSync(MEMLENS)) {
-    throw new Error(`${MEMLENS} is missing: run \`cargo build --release -p memlens-cli\` first`);
-  }
-  return JSON.parse(execFileSync(MEMLENS, ['stats', '--json', file], { maxBuffer: 1 << 28 }).toString());
-}
+const summary = () => summaryOf(page);
 
-function defaultDevice(st) {
-  let best = null;
-  for (const d of st.devices) if (best === null || d.trace_entries > best.trace_entries) best = d;
-  return best;
-}
-
-async function summary() {
-  return page.evaluate(() => {
-    const s = document.querySelector('[data-testid=summary]');
-    if (!s) return null;
-    const m = {};
-    for (const e of s.querySelectorAll('[data-metric]')) m[e.dataset.metric] = e.dataset.value;
-    return { device: s.dataset.device, metrics: m };
-  });
-}
-
-async function waitShown(name, timeout = 60000) {
-  await page.waitForFunction((n) => {
-    const r = document.getElementById('memlens');
-    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset.exactPaintMs;
-  }, name, { timeout });
-}
-
+/** Opens `file` and waits for its exact layout. */
 async function openFile(file) {
-  await page.setInputFiles('[data-testid=file-input]', file);
-  await waitShown(path.basename(file));
+  await open(page, file, { paint: 'exactPaintMs' });
 }
 
 /** Moves over the plot until the tooltip matches `re`; returns that point. */
@@ -92,22 +54,16 @@ async function findBand(re = /./) {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `bash scripts/serve.sh --build` first');
-  fs.mkdirSync(OUT, { recursive: true });
+  viewer = await openViewer();
+  ({ base, page, pageErrors } = viewer);
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-panel-'));
-  ({ server, base } = await serveDist(DIST, '/memlens/'));
-  context = await launchChromium({ width: 1400, height: 860 });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base.replace(/\/memlens\/$/, '') });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await viewer.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base.replace(/\/memlens\/$/, '') });
   await page.goto(base);
   await page.waitForSelector('#memlens[data-state=empty]');
 });
 
 after(async () => {
-  await context?.close();
-  server?.close();
+  await viewer?.close();
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -117,7 +73,7 @@ test('a .pickle.gz opens directly with the summary of the pickle', async (t) => 
   const renamed = path.join(scratch, 'compressed.pickle');
   fs.writeFileSync(renamed, zlib.gzipSync(fs.readFileSync(fixture)));
   await openFile(renamed);
-  const want = defaultDevice(stats(fixture));
+  const want = defaultDevice(statsJson(fixture));
   let sum = await summary();
   for (const k of METRICS) assert.equal(sum.metrics[k], String(want[k]), `fixture .gz: ${k}`);
 
@@ -126,12 +82,12 @@ test('a .pickle.gz opens directly with the summary of the pickle', async (t) => 
   const gz = path.join(scratch, `${REAL}.gz`);
   fs.writeFileSync(gz, zlib.gzipSync(fs.readFileSync(real)));
   await openFile(gz);
-  const st = defaultDevice(stats(real));
+  const st = defaultDevice(statsJson(real));
   sum = await summary();
   assert.equal(sum.device, String(st.device));
   for (const k of METRICS) assert.equal(sum.metrics[k], String(st[k]), `real .gz: ${k}`);
   // The CLI reads the same .gz the same way.
-  assert.deepEqual(stats(gz), stats(real));
+  assert.deepEqual(statsJson(gz), statsJson(real));
   await page.screenshot({ path: path.join(OUT, 'panel-gzip.png') });
 
   // A damaged .gz is one clear error, not a hang.

@@ -21,55 +21,32 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, waitShown, memlens, statsJson, defaultDevice, skipOrFail, ROOT, DIST, OUT,
+  SNAPS } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
 const STATE_REF = path.join(ROOT, 'tests/python/state_ref.py');
-const PREFIX = '/memlens/';
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
 const KEYS = ['allocated_bytes', 'requested_bytes', 'reserved_bytes', 'inactive_split_bytes',
   'largest_free_block_bytes'];
 
-let server, base, context, page;
-const pageErrors = [];
-const foreign = [];
+let viewer, base, page, pageErrors, foreign;
 
-function memlens(args) {
-  if (!fs.existsSync(MEMLENS)) {
-    execFileSync('cargo', ['build', '--release', '-p', 'memlens-cli'], { cwd: ROOT, stdio: 'inherit' });
-  }
-  return execFileSync(MEMLENS, args, { maxBuffer: 1 << 28 }).toString();
-}
+before(async () => {
+  viewer = await openViewer({ viewport: { width: 1500, height: 900 } });
+  ({ base, page, pageErrors, foreign } = viewer);
+  await page.goto(base);
+  await page.waitForSelector('#memlens[data-state=empty]');
+});
 
-function stats(file) {
-  return JSON.parse(memlens(['stats', '--json', file]));
-}
+after(async () => {
+  await viewer?.close();
+});
 
 /** The independent python reading of the numbers after `events` of `device`. */
 function stateRef(file, device, events) {
   const out = execFileSync('python3', [STATE_REF, file, String(device), ...events.map(String)],
     { maxBuffer: 1 << 28 });
   return JSON.parse(out.toString());
-}
-
-function defaultDevice(st) {
-  let best = null;
-  for (const d of st.devices) if (best === null || d.trace_entries > best.trace_entries) best = d;
-  return best;
-}
-
-async function waitShown(name, timeout = 120000) {
-  await page.waitForFunction((n) => {
-    const r = document.getElementById('memlens');
-    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset.firstPaintMs;
-  }, name, { timeout });
 }
 
 /** Waits until the state after `event` is painted and its numbers are shown. */
@@ -133,43 +110,17 @@ async function findBlock() {
   return null;
 }
 
-before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `scripts/serve.sh --build` first');
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1500, height: 900 });
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u) || u.startsWith('blob:') || u.startsWith('data:')) return route.continue();
-    foreign.push(u);
-    return route.abort();
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-    if (m.text().startsWith('memlens:') && process.env.MEMLENS_E2E_VERBOSE) console.log(m.text());
-  });
-  await page.goto(base);
-  await page.waitForSelector('#memlens[data-state=empty]');
-});
-
-after(async () => {
-  await context?.close();
-  server?.close();
-});
-
 test('real snapshot: states by URL, keys and peak match the python reading; stack; link', async (t) => {
   const file = path.join(SNAPS, REAL);
   if (!fs.existsSync(file)) {
     skipOrFail(t, `${file} not found: Allocator State History checks on a real snapshot`);
     return;
   }
-  const st = stats(file);
+  const st = statsJson(file);
   const dev = defaultDevice(st);
   const n = dev.trace_entries;
   await page.setInputFiles('[data-testid=file-input]', file);
-  await waitShown(REAL);
+  await waitShown(page, REAL, { timeout: 120000 });
 
   // Switch from the timeline: the last state, painted; timed in the page.
   await page.selectOption('[data-testid=view-select]', 'state');
@@ -331,11 +282,11 @@ test('an oom entry shows requested vs largest free block vs total free', async (
     skipOrFail(t, 'memlens synth not available');
     return;
   }
-  const st = stats(file);
+  const st = statsJson(file);
   const dev = defaultDevice(st);
   await page.selectOption('[data-testid=view-select]', 'timeline');
   await page.setInputFiles('[data-testid=file-input]', file);
-  await waitShown(path.basename(file));
+  await waitShown(page, path.basename(file), { timeout: 120000 });
   await page.selectOption('[data-testid=view-select]', 'state');
   await waitState(dev.trace_entries - 1);
   const count = await page.textContent('[data-testid=state-oom-count]');
@@ -380,11 +331,11 @@ test('a million entries: the list stays virtualized, End and seeks stay fast', a
     skipOrFail(t, 'memlens synth not available');
     return;
   }
-  const dev = defaultDevice(stats(file));
+  const dev = defaultDevice(statsJson(file));
   const n = dev.trace_entries;
   await page.selectOption('[data-testid=view-select]', 'timeline');
   await page.setInputFiles('[data-testid=file-input]', file);
-  await waitShown(path.basename(file), 180000);
+  await waitShown(page, path.basename(file), { timeout: 180000 });
   await page.selectOption('[data-testid=view-select]', 'state');
   await page.waitForSelector('[data-testid=state-view][data-switch-ms]', { timeout: 60000 });
   await waitState(n - 1, 60000);
@@ -453,7 +404,7 @@ test('a million entries: the list stays virtualized, End and seeks stay fast', a
 
 test('a link opens that state: ?src= with view=state&event=i in the hash', async () => {
   const file = path.join(DIST, 'example.pickle');
-  const dev = defaultDevice(stats(file));
+  const dev = defaultDevice(statsJson(file));
   const e = Math.min(7, dev.trace_entries - 1);
   await page.goto(`${base}?src=example.pickle${hashOf('example.pickle', dev.device, e)}`);
   await waitState(e, 60000);

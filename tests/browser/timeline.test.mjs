@@ -20,40 +20,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, openFile, waitShown, skipOrFail, DIST, OUT, SNAPS, MEMLENS, MARGIN_LEFT, MARGIN_RIGHT,
+  MARGIN_TOP, MARGIN_BOTTOM } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
 const WEDSONLIN = path.join(SNAPS, 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle');
-const PREFIX = '/memlens/';
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
-// Plot margins of web/src/canvas.rs (CSS px).
-const MARGIN_LEFT = 76, MARGIN_RIGHT = 12, MARGIN_TOP = 18, MARGIN_BOTTOM = 24;
 
-let server, base, context, page;
-const foreign = [];
-const pageErrors = [];
-const memlensLog = [];
+let viewer, page, foreign, pageErrors, memlensLog;
 
 /** The independent count (Python) of what a search should match. */
 function pyCount(file, device, address, frame) {
   return Number(execFileSync('python3', [path.join(HERE, 'search_count.py'), file, String(device), address, frame]).toString().trim());
-}
-
-async function waitShown(name, timeout = 60000) {
-  await page.waitForFunction((n) => {
-    const r = document.getElementById('memlens');
-    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset.firstPaintMs;
-  }, name, { timeout });
-}
-
-async function openFile(file, timeout) {
-  await page.setInputFiles('[data-testid=file-input]', file);
-  await waitShown(path.basename(file), timeout);
 }
 
 async function plotBox() {
@@ -103,6 +80,18 @@ async function rugPixels() {
   }, [MARGIN_LEFT, MARGIN_TOP]);
 }
 
+before(async () => {
+  viewer = await openViewer({ strict: true });
+  ({ page, foreign, pageErrors, log: memlensLog } = viewer);
+  await page.goto(viewer.base);
+  await page.click('[data-testid=open-example]');
+  await waitShown(page, 'example.pickle');
+});
+
+after(async () => {
+  await viewer?.close();
+});
+
 function stat(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1)))];
@@ -140,33 +129,6 @@ async function hoverTimes() {
   }
   return out;
 }
-
-before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `${DIST}/index.html is missing: run scripts/serve.sh --build first`);
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1400, height: 860 });
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u)) return route.continue();
-    foreign.push(u);
-    return route.abort();
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-    if (m.text().startsWith('memlens:')) memlensLog.push(m.text());
-  });
-  await page.goto(base);
-  await page.click('[data-testid=open-example]');
-  await waitShown('example.pickle');
-});
-
-after(async () => {
-  await context?.close();
-  server?.close();
-});
 
 test('search by frame text and by address: counts match an independent count', async () => {
   const example = path.join(DIST, 'example.pickle');
@@ -290,7 +252,7 @@ test('Allocated Memory (incl. Private Pools): pool envelopes with their allocati
       { action: 'segment_alloc', addr: 131072, size: 8192, stream: 0, time_us: 6, pool_id: [1, 42] },
       { action: 'segment_free', addr: 131072, size: 8192, stream: 0, time_us: 7, pool_id: [1, 42] }]],
   }));
-  await openFile(file);
+  await openFile(page, file);
   await page.selectOption('[data-testid=view-select]', 'allocated');
   await page.waitForFunction(() => /view=allocated/.test(location.hash));
   // x = 6 (event 5) to 7: the envelope is 12 KiB; its lower part holds the pool's allocation.
@@ -320,7 +282,7 @@ test('real snapshot (Wedsonlin 1024): search count, redraw and hover timings', a
     skipOrFail(t, `${WEDSONLIN} not found`);
     return;
   }
-  await openFile(WEDSONLIN);
+  await openFile(page, WEDSONLIN);
   const fp = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
   console.log(`Wedsonlin 1024 (${fs.statSync(WEDSONLIN).size} bytes): first paint ${fp.toFixed(0)} ms`);
   const r = await search('frame', 'forward');
@@ -342,7 +304,7 @@ test('a million allocations: first paint, redraw, hover and search timings', asy
     return;
   }
   memlensLog.length = 0;
-  await openFile(file, 120000);
+  await openFile(page, file, { timeout: 120000 });
   const fp = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
   // A trace this long is first drawn from the sampled preview layout, then from the exact one.
   assert.ok(memlensLog.some((l) => /first painted \d+ ms after it was chosen \(preview layout\)/.test(l)), memlensLog.join('\n'));

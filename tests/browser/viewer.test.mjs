@@ -10,7 +10,7 @@
 //   screenshots go to tests/out/.
 //
 // Run: (cd tests/browser && npm install && node --test)   after `trunk build --release --offline`.
-// Env: MEMLENS_BIN (default: <target>/release/memlens, built if missing), CHROMIUM (default
+// Env: MEMLENS_BIN (default: <target>/release/memlens; `cargo build --release -p memlens-cli`), CHROMIUM (default
 // /usr/bin/chromium), MEMLENS_DIST (default: <repo>/dist).
 
 import { test, before, after } from 'node:test';
@@ -19,50 +19,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium, skipOrFail } from './harness.mjs';
+import { openViewer, summary as summaryOf, statsJson, defaultDevice, skipOrFail, DIST, OUT, SNAPS, MEMLENS } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const SNAPS = path.resolve(ROOT, '../shared/snapshots');
-const PREFIX = '/memlens/';
-const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
-const MEMLENS = process.env.MEMLENS_BIN || path.join(TARGET, 'release/memlens');
 const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
   'largest_free_block_bytes', 'timeline_peak_bytes', 'peak_reserved_bytes', 'trace_entries'];
 
-let server, base, context, page;
+let viewer, base, page, foreign, pageErrors;
 const requests = [];
-const foreign = [];
-const pageErrors = [];
 
-function stats(file) {
-  if (!fs.existsSync(MEMLENS)) {
-    execFileSync('cargo', ['build', '--release', '-p', 'memlens-cli'], { cwd: ROOT, stdio: 'inherit' });
-  }
-  return JSON.parse(execFileSync(MEMLENS, ['stats', '--json', file], { maxBuffer: 1 << 28 }).toString());
-}
-
-/** The device the page shows first: longest trace, lowest ordinal on a tie. */
-function defaultDevice(st) {
-  let best = null;
-  for (const d of st.devices) {
-    if (best === null || d.trace_entries > best.trace_entries) best = d;
-  }
-  return best;
-}
-
-async function summary() {
-  return page.evaluate(() => {
-    const s = document.querySelector('[data-testid=summary]');
-    if (!s) return null;
-    const m = {};
-    for (const e of s.querySelectorAll('[data-metric]')) m[e.dataset.metric] = e.dataset.value;
-    return { device: s.dataset.device, metrics: m, text: s.textContent };
-  });
-}
+const summary = () => summaryOf(page);
 
 function checkSummary(sum, dev, label) {
   assert.ok(sum, `${label}: no summary strip`);
@@ -102,31 +67,16 @@ async function findBand() {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), 'dist/ is missing: run `trunk build --release --offline` first');
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1400, height: 860 });
-  context.on('request', (r) => {
+  viewer = await openViewer({ strict: true });
+  ({ base, page, foreign, pageErrors } = viewer);
+  viewer.context.on('request', (r) => {
     requests.push(r.url());
     if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(r.url()) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) foreign.push(r.url());
-  });
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (/^http:\/\/127\.0\.0\.1:\d+\//.test(u)) return route.continue();
-    foreign.push(u);
-    return route.abort();
-  });
-  page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-    if (m.text().startsWith('memlens:') && process.env.MEMLENS_E2E_VERBOSE) console.log(m.text());
   });
 });
 
 after(async () => {
-  await context?.close();
-  server?.close();
+  await viewer?.close();
 });
 
 test('empty state says nothing leaves the machine', async () => {
@@ -143,7 +93,7 @@ test('empty state says nothing leaves the machine', async () => {
 test('built-in example: summary, band click, stack, hash, views', async () => {
   await page.click('[data-testid=open-example]');
   await waitShown('example.pickle');
-  const st = stats(path.join(DIST, 'example.pickle'));
+  const st = statsJson(path.join(DIST, 'example.pickle'));
   checkSummary(await summary(), defaultDevice(st), 'example');
   const hash = await page.evaluate(() => location.hash);
   assert.match(hash, /file=example\.pickle/);
@@ -199,7 +149,7 @@ test('real snapshots: summary matches `memlens stats --json`', async (t) => {
   const timings = [];
   for (const f of files) {
     const file = path.join(SNAPS, f);
-    const st = stats(file);
+    const st = statsJson(file);
     await openFile(file);
     const ms = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs || NaN));
     timings.push([f, fs.statSync(file).size, ms]);
@@ -279,7 +229,7 @@ test('large file: time to first paint', async (t) => {
   await waitShown(path.basename(file), 120000);
   const ms = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
   console.log(`first paint ${ms.toFixed(0)} ms  ${fs.statSync(file).size} bytes  synth training 1M events`);
-  checkSummary(await summary(), defaultDevice(stats(file)), 'synth 1M');
+  checkSummary(await summary(), defaultDevice(statsJson(file)), 'synth 1M');
   // Redraw after a zoom, timed in the page.
   const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);

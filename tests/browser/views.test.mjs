@@ -22,30 +22,16 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serveDist, launchChromium } from './harness.mjs';
+import { openViewer, watchPage, waitShown, DIST, OUT, MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP,
+  MARGIN_BOTTOM } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const DIST = process.env.MEMLENS_DIST || path.join(ROOT, 'dist');
-const OUT = path.join(ROOT, 'tests/out');
-const PREFIX = '/memlens/';
 const CANVAS = '[data-testid=timeline-canvas]';
-// Plot margins of web/src/page/canvas.rs (CSS px).
-const MARGIN_LEFT = 76, MARGIN_RIGHT = 12, MARGIN_TOP = 18, MARGIN_BOTTOM = 24;
 
-let server, base, context, page;
-const pageErrors = [];
-
-async function waitShown(p, name) {
-  await p.waitForFunction((n) => {
-    const r = document.getElementById('memlens');
-    return r && r.dataset.file === n && r.dataset.state === 'ready' && !!r.dataset.firstPaintMs;
-  }, name, { timeout: 60000 });
-}
+let viewer, base, context, page, pageErrors;
 
 /** Distinct opaque colours (hex) in the plot area, with their pixel counts. */
 async function plotColours(p) {
@@ -84,15 +70,16 @@ async function windowOf(p) {
   return (await p.getAttribute(CANVAS, 'data-window')).split(',').map(Number);
 }
 
-/** Page errors, console errors and failed requests (but the favicon's: not this test's). */
-function watchErrors(p) {
-  p.on('pageerror', (e) => pageErrors.push(String(e)));
-  p.on('console', (m) => {
-    if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) pageErrors.push(m.text());
-  });
+/** Failed requests, with the page errors and console errors (`openViewer` watches its page). */
+function watchResponses(p) {
   p.on('response', (r) => {
-    if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) pageErrors.push(`${r.status()} ${r.url()}`);
+    if (r.status() >= 400) pageErrors.push(`${r.status()} ${r.url()}`);
   });
+}
+
+function watchErrors(p) {
+  watchPage(p, pageErrors);
+  watchResponses(p);
 }
 
 /** WCAG contrast ratio of two `rgb(...)` colours. */
@@ -109,12 +96,9 @@ function contrast(a, b) {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `${DIST}/index.html is missing: run scripts/serve.sh --build first`);
-  fs.mkdirSync(OUT, { recursive: true });
-  ({ server, base } = await serveDist(DIST, PREFIX));
-  context = await launchChromium({ width: 1400, height: 860 });
-  page = await context.newPage();
-  watchErrors(page);
+  viewer = await openViewer();
+  ({ base, context, page, pageErrors } = viewer);
+  watchResponses(page);
   await page.emulateMedia({ colorScheme: 'light' });
   await page.goto(base);
   await page.click('[data-testid=open-example]');
@@ -122,8 +106,7 @@ before(async () => {
 });
 
 after(async () => {
-  await context?.close();
-  server?.close();
+  await viewer?.close();
 });
 
 test('colour by size and by ledger class: drawn colours and legend change, the hash keeps it', async () => {
