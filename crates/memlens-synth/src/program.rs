@@ -608,8 +608,6 @@ fn setup_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites) {
     let train = &c.train;
     let p = &c.p;
     let t = &c.t;
-    let step_fwd = c.step_fwd;
-    let step_zero = c.step_zero;
     let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
     let apply = env.torch("nn/modules/module.py");
     for depth in 0..3 {
@@ -625,45 +623,29 @@ fn setup_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites) {
     let data = env.user("data.py");
     let get_batch = |line: i64| {
         let mut v = vec![py("get_batch", &data, line)];
-        v.extend(p.in_step(step_fwd - 3, t));
+        v.extend(p.in_step(c.step_fwd - 3, t));
         v
     };
     s.data_ids = b.alloc_py(&[TO_COPY], "to", &get_batch(l(20, 40)));
     s.data_labels = b.alloc_py(&[TO_COPY], "to", &get_batch(l(41, 50)));
-    s.free_step = b.free_py(&p.in_step(step_zero + 2, t));
+    s.free_step = b.free_py(&p.in_step(c.step_zero + 2, t));
 }
 
 /// The training forward pass: embedding, a block (attention and MLP), head, loss.
 fn forward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
     let p = &c.p;
     let t = &c.t;
-    let emb_py = &c.emb_py;
-    let functional = &c.functional;
-    let step_fwd = c.step_fwd;
-    let a_qkv = c.a_qkv;
-    let a_sdpa = c.a_sdpa;
-    let a_o = c.a_o;
-    let m_fc1 = c.m_fc1;
-    let m_gelu = c.m_gelu;
-    let m_fc2 = c.m_fc2;
-    let b_ln1 = c.b_ln1;
-    let b_add1 = c.b_add1;
-    let b_ln2 = c.b_ln2;
-    let b_add2 = c.b_add2;
-    let m_emb = c.m_emb;
-    let m_lnf = c.m_lnf;
-    let m_head = c.m_head;
     let lin = |b: &mut Builder, inner: Vec<Py>| c.lin(b, inner);
     let cast_w = |b: &mut Builder, inner: Vec<Py>| c.cast_w(b, inner);
     let lnorm = |b: &mut Builder, inner: Vec<Py>| c.lnorm(b, inner);
     s.fwd_embed = {
         let mut v = vec![
-            py("embedding", functional, 2551),
-            emb_py.clone(),
+            py("embedding", &c.functional, 2551),
+            c.emb_py.clone(),
             p.mc[0].clone(),
             p.mc[1].clone(),
         ];
-        v.extend(p.in_model(m_emb, step_fwd, t));
+        v.extend(p.in_model(c.m_emb, c.step_fwd, t));
         b.alloc_py(
             &[
                 EMBEDDING,
@@ -677,9 +659,9 @@ fn forward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
             &v,
         )
     };
-    s.fwd_ln1 = lnorm(b, p.in_block(b_ln1, step_fwd, t));
-    s.fwd_qkv = lin(b, p.in_attn(a_qkv, step_fwd, t));
-    s.fwd_cast_w[0] = cast_w(b, p.in_attn(a_qkv, step_fwd, t));
+    s.fwd_ln1 = lnorm(b, p.in_block(c.b_ln1, c.step_fwd, t));
+    s.fwd_qkv = lin(b, p.in_attn(c.a_qkv, c.step_fwd, t));
+    s.fwd_cast_w[0] = cast_w(b, p.in_attn(c.a_qkv, c.step_fwd, t));
     s.fwd_sdpa = b.alloc_py(
         &[
             SDPA,
@@ -690,27 +672,27 @@ fn forward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
             ),
         ],
         "scaled_dot_product_attention",
-        &p.in_attn(a_sdpa, step_fwd, t),
+        &p.in_attn(c.a_sdpa, c.step_fwd, t),
     );
-    s.fwd_o = lin(b, p.in_attn(a_o, step_fwd, t));
-    s.fwd_cast_w[1] = cast_w(b, p.in_attn(a_o, step_fwd, t));
-    s.fwd_add1 = b.alloc_py(&[ADD], "add", &p.in_block(b_add1, step_fwd, t));
-    s.fwd_ln2 = lnorm(b, p.in_block(b_ln2, step_fwd, t));
-    s.fwd_fc1 = lin(b, p.in_mlp(m_fc1, step_fwd, t));
-    s.fwd_cast_w[2] = cast_w(b, p.in_mlp(m_fc1, step_fwd, t));
-    s.fwd_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(m_gelu, step_fwd, t));
-    s.fwd_fc2 = lin(b, p.in_mlp(m_fc2, step_fwd, t));
-    s.fwd_cast_w[3] = cast_w(b, p.in_mlp(m_fc2, step_fwd, t));
-    s.fwd_add2 = b.alloc_py(&[ADD], "add", &p.in_block(b_add2, step_fwd, t));
-    s.fwd_lnf = lnorm(b, p.in_model(m_lnf, step_fwd, t));
-    s.fwd_head = lin(b, p.in_model(m_head, step_fwd, t));
-    s.fwd_cast_w[4] = cast_w(b, p.in_model(m_head, step_fwd, t));
+    s.fwd_o = lin(b, p.in_attn(c.a_o, c.step_fwd, t));
+    s.fwd_cast_w[1] = cast_w(b, p.in_attn(c.a_o, c.step_fwd, t));
+    s.fwd_add1 = b.alloc_py(&[ADD], "add", &p.in_block(c.b_add1, c.step_fwd, t));
+    s.fwd_ln2 = lnorm(b, p.in_block(c.b_ln2, c.step_fwd, t));
+    s.fwd_fc1 = lin(b, p.in_mlp(c.m_fc1, c.step_fwd, t));
+    s.fwd_cast_w[2] = cast_w(b, p.in_mlp(c.m_fc1, c.step_fwd, t));
+    s.fwd_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(c.m_gelu, c.step_fwd, t));
+    s.fwd_fc2 = lin(b, p.in_mlp(c.m_fc2, c.step_fwd, t));
+    s.fwd_cast_w[3] = cast_w(b, p.in_mlp(c.m_fc2, c.step_fwd, t));
+    s.fwd_add2 = b.alloc_py(&[ADD], "add", &p.in_block(c.b_add2, c.step_fwd, t));
+    s.fwd_lnf = lnorm(b, p.in_model(c.m_lnf, c.step_fwd, t));
+    s.fwd_head = lin(b, p.in_model(c.m_head, c.step_fwd, t));
+    s.fwd_cast_w[4] = cast_w(b, p.in_model(c.m_head, c.step_fwd, t));
     let ce = |line: i64| {
-        let mut v = vec![py("cross_entropy", functional, 3479)];
+        let mut v = vec![py("cross_entropy", &c.functional, 3479)];
         v.extend(p.in_step(line, t));
         v
     };
-    s.fwd_cast = b.alloc_py(&[TO_COPY], "float", &ce(step_fwd + 1));
+    s.fwd_cast = b.alloc_py(&[TO_COPY], "float", &ce(c.step_fwd + 1));
     s.fwd_logsoftmax = b.alloc_py(
         &[
             LOG_SOFTMAX,
@@ -721,12 +703,12 @@ fn forward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
             ),
         ],
         "cross_entropy_loss",
-        &ce(step_fwd + 1),
+        &ce(c.step_fwd + 1),
     );
-    s.fwd_loss = b.alloc_py(&[NLL, op("nll_loss_nd", "at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&, long, c10::SymInt", false)], "cross_entropy_loss", &ce(step_fwd + 1));
-    s.free_block_attn = b.free_py(&p.in_block(b_add1, step_fwd, t));
-    s.free_block_mlp = b.free_py(&p.in_block(b_add2, step_fwd, t));
-    s.free_loss_fn = b.free_py(&ce(step_fwd + 1));
+    s.fwd_loss = b.alloc_py(&[NLL, op("nll_loss_nd", "at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&, long, c10::SymInt", false)], "cross_entropy_loss", &ce(c.step_fwd + 1));
+    s.free_block_attn = b.free_py(&p.in_block(c.b_add1, c.step_fwd, t));
+    s.free_block_mlp = b.free_py(&p.in_block(c.b_add2, c.step_fwd, t));
+    s.free_loss_fn = b.free_py(&ce(c.step_fwd + 1));
 }
 
 /// The backward pass: the autograd engine's allocations and the frees of saved tensors. Returns the stack of `loss.backward()`.
@@ -734,7 +716,6 @@ fn backward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) -> Vec<Py> {
     let env = c.env;
     let p = &c.p;
     let t = &c.t;
-    let step_bwd = c.step_bwd;
     let autograd = env.torch("autograd/__init__.py");
     let backward = {
         let mut v = vec![
@@ -742,7 +723,7 @@ fn backward_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) -> Vec<Py> {
             py("backward", &autograd, 347),
             py("backward", &env.torch("_tensor.py"), 581),
         ];
-        v.extend(p.in_step(step_bwd, t));
+        v.extend(p.in_step(c.step_bwd, t));
         v
     };
     s.bwd_ones = b.alloc_py(
@@ -808,8 +789,6 @@ fn optimizer_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
     let env = c.env;
     let p = &c.p;
     let t = &c.t;
-    let step_opt = c.step_opt;
-    let step_zero = c.step_zero;
     let adam = env.torch("optim/adamw.py");
     let optim = env.torch("optim/optimizer.py");
     let opt = |inner: Vec<Py>, line: i64| {
@@ -823,7 +802,7 @@ fn optimizer_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
         "zeros_like",
         &opt(
             vec![py("_init_group", &adam, 170), py("step", &adam, 209)],
-            step_opt,
+            c.step_opt,
         ),
     );
     let multi = vec![
@@ -835,16 +814,16 @@ fn optimizer_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites) {
     s.opt_foreach = b.alloc_py(
         &[FOREACH_SQRT],
         "_foreach_sqrt",
-        &opt(multi.clone(), step_opt),
+        &opt(multi.clone(), c.step_opt),
     );
     let mut multi_free = multi;
     if let Some(f) = multi_free.first_mut() {
         f.line += 12;
     }
-    s.free_opt_tmp = b.free_py(&opt(multi_free, step_opt));
+    s.free_opt_tmp = b.free_py(&opt(multi_free, c.step_opt));
     s.free_zero_grad = b.free_py(&{
         let mut v = vec![py("zero_grad", &optim, 980)];
-        v.extend(p.in_step(step_zero, t));
+        v.extend(p.in_step(c.step_zero, t));
         v
     });
 }
@@ -854,8 +833,6 @@ fn step_extra_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites, backward: &[Py]
     let env = c.env;
     let p = &c.p;
     let t = &c.t;
-    let step_bwd = c.step_bwd;
-    let step_zero = c.step_zero;
     let empty_cache = |b: &mut Builder, inner: Vec<Py>| c.empty_cache(b, inner);
     let coll = env.torch("distributed/fsdp/_fully_shard/_fsdp_collectives.py");
     let post = env.torch("distributed/fsdp/_fully_shard/_fsdp_param_group.py");
@@ -879,7 +856,7 @@ fn step_extra_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites, backward: &[Py]
             py("clip_grad_norm_", &clip, 217),
             py("_no_grad_wrapper", &clip, 35),
         ];
-        v.extend(p.in_step(step_bwd + 1, t));
+        v.extend(p.in_step(c.step_bwd + 1, t));
         v
     };
     s.clip_norms = b.alloc_py(
@@ -898,8 +875,8 @@ fn step_extra_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites, backward: &[Py]
     );
     s.clip_total = b.alloc_py(&[op("linalg_vector_norm", "at::Tensor const&, c10::Scalar const&, c10::OptionalArrayRef<long>, bool, std::optional<c10::ScalarType>", true)], "linalg_vector_norm", &clip_frames(94));
     s.free_clip = b.free_py(&clip_frames(96));
-    s.leak_clone = b.alloc_py(&[CLONE], "clone", &p.in_step(step_zero + 1, t));
-    s.empty_cache_train = empty_cache(b, p.in_step(step_zero + 3, t));
+    s.leak_clone = b.alloc_py(&[CLONE], "clone", &p.in_step(c.step_zero + 1, t));
+    s.empty_cache_train = empty_cache(b, p.in_step(c.step_zero + 3, t));
 }
 
 /// Inference: generate() with a growing KV cache (torch.cat per token). Returns the line in
@@ -907,20 +884,6 @@ fn step_extra_sites(c: &SiteCtx, b: &mut Builder, s: &mut Sites, backward: &[Py]
 fn inference_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites) -> i64 {
     let p = &c.p;
     let g = &c.g;
-    let emb_py = &c.emb_py;
-    let functional = &c.functional;
-    let a_qkv = c.a_qkv;
-    let a_sdpa = c.a_sdpa;
-    let a_o = c.a_o;
-    let m_fc1 = c.m_fc1;
-    let m_gelu = c.m_gelu;
-    let m_fc2 = c.m_fc2;
-    let b_ln1 = c.b_ln1;
-    let b_add1 = c.b_add1;
-    let b_add2 = c.b_add2;
-    let m_emb = c.m_emb;
-    let m_lnf = c.m_lnf;
-    let m_head = c.m_head;
     let lin = |b: &mut Builder, inner: Vec<Py>| c.lin(b, inner);
     let lnorm = |b: &mut Builder, inner: Vec<Py>| c.lnorm(b, inner);
     let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
@@ -929,36 +892,36 @@ fn inference_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sites) -
     s.inf_ids = b.alloc_py(&[TO_COPY], "to", &p.in_step(gl - 5, g));
     s.inf_embed = {
         let mut v = vec![
-            py("embedding", functional, 2551),
-            emb_py.clone(),
+            py("embedding", &c.functional, 2551),
+            c.emb_py.clone(),
             p.mc[0].clone(),
             p.mc[1].clone(),
         ];
-        v.extend(p.in_model(m_emb, gl, g));
+        v.extend(p.in_model(c.m_emb, gl, g));
         b.alloc_py(&[EMBEDDING], "embedding", &v)
     };
-    s.inf_ln = lnorm(b, p.in_block(b_ln1, gl, g));
-    s.inf_qkv = lin(b, p.in_attn(a_qkv, gl, g));
-    s.inf_kcat = b.alloc_py(&[CAT], "cat", &p.in_attn(a_qkv + 3, gl, g));
-    s.inf_vcat = b.alloc_py(&[CAT], "cat", &p.in_attn(a_qkv + 4, gl, g));
+    s.inf_ln = lnorm(b, p.in_block(c.b_ln1, gl, g));
+    s.inf_qkv = lin(b, p.in_attn(c.a_qkv, gl, g));
+    s.inf_kcat = b.alloc_py(&[CAT], "cat", &p.in_attn(c.a_qkv + 3, gl, g));
+    s.inf_vcat = b.alloc_py(&[CAT], "cat", &p.in_attn(c.a_qkv + 4, gl, g));
     s.inf_sdpa = b.alloc_py(
         &[SDPA],
         "scaled_dot_product_attention",
-        &p.in_attn(a_sdpa, gl, g),
+        &p.in_attn(c.a_sdpa, gl, g),
     );
-    s.inf_o = lin(b, p.in_attn(a_o, gl, g));
-    s.inf_add = b.alloc_py(&[ADD], "add", &p.in_block(b_add1, gl, g));
-    s.inf_fc1 = lin(b, p.in_mlp(m_fc1, gl, g));
-    s.inf_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(m_gelu, gl, g));
-    s.inf_fc2 = lin(b, p.in_mlp(m_fc2, gl, g));
-    s.inf_lnf = lnorm(b, p.in_model(m_lnf, gl, g));
-    s.inf_head = lin(b, p.in_model(m_head, gl, g));
+    s.inf_o = lin(b, p.in_attn(c.a_o, gl, g));
+    s.inf_add = b.alloc_py(&[ADD], "add", &p.in_block(c.b_add1, gl, g));
+    s.inf_fc1 = lin(b, p.in_mlp(c.m_fc1, gl, g));
+    s.inf_gelu = b.alloc_py(&[GELU], "gelu", &p.in_mlp(c.m_gelu, gl, g));
+    s.inf_fc2 = lin(b, p.in_mlp(c.m_fc2, gl, g));
+    s.inf_lnf = lnorm(b, p.in_model(c.m_lnf, gl, g));
+    s.inf_head = lin(b, p.in_model(c.m_head, gl, g));
     s.inf_cast = b.alloc_py(&[TO_COPY], "float", &p.in_step(gl + 2, g));
     s.inf_softmax = b.alloc_py(&[SOFTMAX], "softmax", &p.in_step(gl + 3, g));
     s.inf_sample = b.alloc_py(&[MULTINOMIAL], "multinomial", &p.in_step(gl + 4, g));
     s.inf_ids_cat = b.alloc_py(&[CAT], "cat", &p.in_step(gl + 6, g));
-    s.inf_free_layer = b.free_py(&p.in_block(b_add2, gl, g));
-    s.inf_free_kv = b.free_py(&p.in_attn(a_qkv + 4, gl, g));
+    s.inf_free_layer = b.free_py(&p.in_block(c.b_add2, gl, g));
+    s.inf_free_kv = b.free_py(&p.in_attn(c.a_qkv + 4, gl, g));
     s.inf_free_gen = b.free_py(&p.in_step(gl + 8, g));
     s.inf_free_step = b.free_py(&p.in_step(gl + 7, g));
     gl
@@ -971,8 +934,6 @@ fn graph_and_eval_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sit
     let p = &c.p;
     let t = &c.t;
     let g = &c.g;
-    let step_zero = c.step_zero;
-    let a_sdpa = c.a_sdpa;
     let empty_cache = |b: &mut Builder, inner: Vec<Py>| c.empty_cache(b, inner);
     let mut l = |lo: u64, hi: u64| rng.range(lo, hi) as i64;
     let cap_top = vec![
@@ -986,13 +947,13 @@ fn graph_and_eval_sites(c: &SiteCtx, b: &mut Builder, rng: &mut Rng, s: &mut Sit
     s.graph_tmp = b.alloc_py(
         &[SDPA],
         "scaled_dot_product_attention",
-        &p.in_attn(a_sdpa, cap_line + 2, &cap_top),
+        &p.in_attn(c.a_sdpa, cap_line + 2, &cap_top),
     );
-    s.graph_free = b.free_py(&p.in_attn(a_sdpa, cap_line + 2, &cap_top));
+    s.graph_free = b.free_py(&p.in_attn(c.a_sdpa, cap_line + 2, &cap_top));
     s.empty_cache_infer = empty_cache(b, p.in_step(gl + 9, g));
     // evaluate(), between train_step and main in train.py; its lines follow from lines drawn
     // above (no draw here, so the other workloads' bytes do not depend on it).
-    let e = step_zero + 12 + t[1].line % 17;
+    let e = c.step_zero + 12 + t[1].line % 17;
     let et = vec![
         py("evaluate", train, 0),
         py("main", train, t[1].line + 3),

@@ -336,15 +336,8 @@ pub enum Action {
         address: String,
         frame: String,
     },
-    /// Timelines: the worker answered query `seq` for layout `key` (`bits`: matches bitset).
-    SearchResult {
-        key: LayoutKey,
-        seq: u32,
-        count: u32,
-        error: Option<String>,
-        bits: Option<Vec<u64>>,
-        search_ms: f64,
-    },
+    /// Timelines: the worker answered a search.
+    SearchResult(SearchAnswer),
     /// Timelines: x axis in wall-clock time (true) or event index.
     SetTimeAxis(bool),
     /// A device's diagnosis arrived.
@@ -381,6 +374,18 @@ pub enum Action {
         by: ColourBy,
         colouring: Option<Rc<Colouring>>,
     },
+}
+
+/// The worker's answer to search query `seq` for layout `key`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchAnswer {
+    pub key: LayoutKey,
+    pub seq: u32,
+    pub count: u32,
+    pub error: Option<String>,
+    /// The matches bitset (`None` with an error).
+    pub bits: Option<Vec<u64>>,
+    pub search_ms: f64,
 }
 
 impl AppState {
@@ -749,14 +754,7 @@ impl AppState {
                 }
             }
             Action::SetSearch { address, frame } => self.set_search(address, frame),
-            Action::SearchResult {
-                key,
-                seq,
-                count,
-                error,
-                bits,
-                search_ms,
-            } => return self.search_result(key, seq, count, error, bits, search_ms),
+            Action::SearchResult(a) => return self.search_result(a),
             Action::SetTimeAxis(t) => self.time_axis = t,
             Action::Diagnosis {
                 file,
@@ -802,6 +800,11 @@ impl AppState {
     /// Shows `view` from its start, nothing pinned.
     fn open_view(&mut self, view: View) {
         self.view = Some(view);
+        self.whole_and_unpinned();
+    }
+
+    /// The whole trace in the window, nothing pinned.
+    fn whole_and_unpinned(&mut self) {
         self.window = None;
         self.selected = None;
         self.context = None;
@@ -901,10 +904,8 @@ impl AppState {
         self.device = Some(d);
         self.moment = None;
         self.callers_of = None;
-        self.window = None;
-        self.selected = None;
-        self.context = None;
         self.event = None;
+        self.whole_and_unpinned();
     }
 
     /// A pin survives switching between the views that draw the Active timeline's elements
@@ -975,15 +976,15 @@ impl AppState {
 
     /// The worker answered search `seq` for layout `key`: the Compare view's highlight, or
     /// the timeline's search unless a newer one was asked for (false: stale).
-    fn search_result(
-        &mut self,
-        key: LayoutKey,
-        seq: u32,
-        count: u32,
-        error: Option<String>,
-        bits: Option<Vec<u64>>,
-        search_ms: f64,
-    ) -> bool {
+    fn search_result(&mut self, a: SearchAnswer) -> bool {
+        let SearchAnswer {
+            key,
+            seq,
+            count,
+            error,
+            bits,
+            search_ms,
+        } = a;
         if self.compare.is_highlight_search(seq) {
             let m = bits
                 .zip(self.layouts.get(&key))

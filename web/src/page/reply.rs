@@ -2,7 +2,7 @@
 //! typed [`Reply`], which then becomes a reducer action. Views send requests (through
 //! `crate::page::bridge`) and never look at a message.
 
-use crate::page::app_state::{Action, LayoutKey, SharedDiagnosis, SharedIcicle};
+use crate::page::app_state::{Action, LayoutKey, SearchAnswer, SharedDiagnosis, SharedIcicle};
 use crate::page::compare_state::CompareAction;
 use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
@@ -48,15 +48,7 @@ pub enum Reply {
     State(StateFrame),
     /// A header-only reply (the analysis results) that is already its reducer action.
     Act(Action),
-    Search {
-        key: LayoutKey,
-        seq: u32,
-        count: u32,
-        error: Option<String>,
-        /// The matches bitset (`None` with an error).
-        bits: Option<Vec<u64>>,
-        search_ms: f64,
-    },
+    Search(SearchAnswer),
 }
 
 /// A layout payload, with the page's side of its cost in the console.
@@ -239,7 +231,7 @@ impl Reply {
                     .then(|| pack::unpack::<SearchHits>(data).ok())
                     .flatten()
                     .map(|h| h.value.bits);
-                Reply::Search {
+                Reply::Search(SearchAnswer {
                     key: LayoutKey {
                         file: id,
                         device,
@@ -250,7 +242,7 @@ impl Reply {
                     error,
                     bits,
                     search_ms,
-                }
+                })
             }
         })
     }
@@ -280,21 +272,7 @@ impl Reply {
             Reply::StateEvents(ev) => Action::StateEvents(Shared(Rc::new(ev))),
             Reply::Act(a) => a,
             Reply::State(f) => Action::StateFrame(Shared(Rc::new(f))),
-            Reply::Search {
-                key,
-                seq,
-                count,
-                error,
-                bits,
-                search_ms,
-            } => Action::SearchResult {
-                key,
-                seq,
-                count,
-                error,
-                bits,
-                search_ms,
-            },
+            Reply::Search(a) => Action::SearchResult(a),
         })
     }
 }
