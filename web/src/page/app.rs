@@ -451,8 +451,7 @@ fn toolbar(
             <button class="theme-toggle" data-testid="theme-toggle" onclick={h.theme.clone()}
                 title="light or dark (remembered)">{ if dark { "☀ light" } else { "☾ dark" } }</button>
             if let (Some(_), Some(f)) = (info, state.current_file()) {
-                <crate::page::exports::ExportBar file={f.name.clone()} view={view.key().to_string()} layout={state.current_layout().cloned()}
-                    colours={state.current_colouring().cloned()} filter={state.opts.filter} />
+                <crate::page::exports::ExportBar file={f.name.clone()} view={view.key().to_string()} layout={state.current_layout().cloned()} />
             }
             if let Some(i) = info {
                 <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>

@@ -1,15 +1,18 @@
-//! Canvas 2D drawing: the painter behind `memlens_core::layout::Painter` (one path per style
-//! batch), axes with binary-unit ticks and event-index or wall-clock x ticks, region labels,
-//! and the overview strip. Handles `devicePixelRatio` so lines stay sharp.
+//! Canvas 2D drawing: the surface the timeline picture (`memlens_core::layout::picture`: axes,
+//! labels, bands, outlines, lines) is drawn on — one path per style batch, texts and lines in
+//! the theme's colours ([`paint_of`], [`ink_of`], shared with the SVG export) — and the
+//! overview strip. Handles `devicePixelRatio` so lines stay sharp.
 
 use crate::page::theme;
 use crate::wire::clock::now_ms;
-use memlens_core::layout::axis::bytes_ticks;
-use memlens_core::layout::lines::{fit_with_lines, render_lines};
+use memlens_core::layout::lines::fit_with_lines;
+use memlens_core::layout::picture::{
+    draw_picture, Anchor, Baseline, Ink, Margins, Picture, Surface, Text,
+};
 use memlens_core::layout::svg::Paint;
 use memlens_core::layout::{
-    render_overview, render_timeline, BandFilter, Matches, Painter, RenderOptions, RenderStats,
-    Style, TimeMap, TimelineLayout, Viewport,
+    render_overview, BandFilter, Matches, Painter, RenderOptions, RenderStats, Style, TimeMap,
+    TimelineLayout, Viewport,
 };
 use std::sync::Arc;
 use wasm_bindgen::JsCast;
@@ -20,6 +23,13 @@ pub const MARGIN_LEFT: f64 = 76.0;
 pub const MARGIN_RIGHT: f64 = 12.0;
 pub const MARGIN_TOP: f64 = 18.0;
 pub const MARGIN_BOTTOM: f64 = 24.0;
+/// The same, as the timeline picture takes them.
+pub const MARGINS: Margins = Margins {
+    left: MARGIN_LEFT,
+    right: MARGIN_RIGHT,
+    top: MARGIN_TOP,
+    bottom: MARGIN_BOTTOM,
+};
 
 /// How each style is drawn: the canvas and the exported SVG (`crate::page::exports`) use this
 /// one mapping.
@@ -55,15 +65,47 @@ pub fn paint_of(style: Style) -> Paint {
     }
 }
 
-thread_local! {
-    /// The viewport and options of the timeline drawn last on screen: what an export redraws.
-    static LAST_TIMELINE: std::cell::RefCell<Option<(Viewport, Option<usize>)>> =
-        const { std::cell::RefCell::new(None) };
+/// The colour of each of the timeline picture's inks (the canvas and the exported SVG).
+pub fn ink_of(ink: Ink) -> &'static str {
+    let c = theme::colours();
+    match ink {
+        Ink::Background => c.background,
+        Ink::Grid => c.grid,
+        Ink::Text => c.text,
+        Ink::TextMuted => c.text_muted,
+        Ink::Tick => c.tick,
+        Ink::RegionText => c.region_text,
+        Ink::Capacity => c.capacity_line,
+    }
 }
 
-/// The viewport (and pinned element) of the timeline drawn last on screen.
-pub fn last_timeline() -> Option<(Viewport, Option<usize>)> {
-    LAST_TIMELINE.with(|l| l.borrow().clone())
+/// The canvas's fonts: what the picture's texts are written in.
+fn font(bold: bool) -> &'static str {
+    if bold {
+        "bold 11px system-ui, sans-serif"
+    } else {
+        "11px system-ui, sans-serif"
+    }
+}
+
+/// How wide `text` is written on the page (what the SVG export places labels by, as the canvas
+/// does).
+pub fn text_width(text: &str, bold: bool) -> f64 {
+    thread_local! {
+        static MEASURE: Option<CanvasRenderingContext2d> = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.create_element("canvas").ok())
+            .and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok())
+            .and_then(|c| c.get_context("2d").ok().flatten())
+            .and_then(|c| c.dyn_into().ok());
+    }
+    MEASURE.with(|m| match m {
+        Some(ctx) => {
+            ctx.set_font(font(bold));
+            ctx.measure_text(text).map(|m| m.width()).unwrap_or(0.0)
+        }
+        None => memlens_core::layout::svg::approx_text_width(text, bold),
+    })
 }
 
 struct CanvasPainter<'a> {
@@ -72,6 +114,22 @@ struct CanvasPainter<'a> {
     oy: f64,
     /// Milliseconds spent in canvas calls.
     paint_ms: f64,
+    /// When the plot was clipped (its drawing began), and how long the plot took.
+    clipped_at: Option<f64>,
+    plot_ms: f64,
+}
+
+impl<'a> CanvasPainter<'a> {
+    fn new(ctx: &'a CanvasRenderingContext2d, ox: f64, oy: f64) -> CanvasPainter<'a> {
+        CanvasPainter {
+            ctx,
+            ox,
+            oy,
+            paint_ms: 0.0,
+            clipped_at: None,
+            plot_ms: 0.0,
+        }
+    }
 }
 
 impl Painter for CanvasPainter<'_> {
@@ -79,6 +137,71 @@ impl Painter for CanvasPainter<'_> {
         let t0 = now_ms();
         self.rects_now(style, xywh);
         self.paint_ms += now_ms() - t0;
+    }
+}
+
+impl Surface for CanvasPainter<'_> {
+    fn line(&mut self, _: &'static str, ink: Ink, from: (f64, f64), to: (f64, f64), dashed: bool) {
+        let ctx = self.ctx;
+        ctx.set_stroke_style_str(ink_of(ink));
+        ctx.set_line_width(1.0);
+        if dashed {
+            let _ = ctx.set_line_dash(&js_sys::Array::of2(&3.into(), &3.into()));
+        }
+        ctx.begin_path();
+        ctx.move_to(from.0, from.1);
+        ctx.line_to(to.0, to.1);
+        ctx.stroke();
+        if dashed {
+            let _ = ctx.set_line_dash(&js_sys::Array::new());
+        }
+    }
+
+    fn fill(&mut self, _: &'static str, ink: Ink, [x, y, w, h]: [f64; 4]) {
+        self.ctx.set_fill_style_str(ink_of(ink));
+        self.ctx.fill_rect(x, y, w, h);
+    }
+
+    fn text(&mut self, t: &Text<'_>) {
+        let ctx = self.ctx;
+        ctx.set_font(font(t.bold));
+        ctx.set_fill_style_str(ink_of(t.ink));
+        ctx.set_text_align(match t.anchor {
+            Anchor::Start => "left",
+            Anchor::Middle => "center",
+            Anchor::End => "right",
+        });
+        ctx.set_text_baseline(match t.baseline {
+            Baseline::Top => "top",
+            Baseline::Middle => "middle",
+            Baseline::Bottom => "bottom",
+        });
+        let _ = ctx.fill_text(t.text, t.x, t.y);
+    }
+
+    fn text_width(&mut self, text: &str, bold: bool) -> f64 {
+        self.ctx.set_font(font(bold));
+        self.ctx
+            .measure_text(text)
+            .map(|m| m.width())
+            .unwrap_or(text.len() as f64 * 6.0)
+    }
+
+    fn clip(&mut self, [x, y, w, h]: [f64; 4]) {
+        let ctx = self.ctx;
+        ctx.save();
+        ctx.begin_path();
+        ctx.rect(x, y, w, h);
+        ctx.clip();
+        (self.ox, self.oy) = (x, y);
+        self.clipped_at = Some(now_ms());
+    }
+
+    fn unclip(&mut self) {
+        self.ctx.restore();
+        if let Some(t0) = self.clipped_at.take() {
+            self.plot_ms += now_ms() - t0;
+        }
     }
 }
 
@@ -218,154 +341,40 @@ pub fn draw_timeline(
     opts: DrawOptions<'_>,
 ) -> Option<(Viewport, RenderStats, DrawTiming)> {
     let (ctx, w, h) = prepare(canvas)?;
-    let c = theme::colours();
     let (pw, ph) = plot_size(w, h);
-    let cap_bytes = opts.capacity.as_ref().map(|c| c.0);
-    let vp = fit_with_lines(layout, opts.reserved, cap_bytes, (x0, x1), (pw, ph))
-        .with_time(opts.time.clone());
-    ctx.set_font("11px system-ui, sans-serif");
-    // Grid and y labels.
-    ctx.set_text_align("right");
-    ctx.set_text_baseline("middle");
-    ctx.set_line_width(1.0);
-    for t in bytes_ticks(vp.y0_bytes, vp.y1_bytes, (ph / 45.0).max(2.0) as usize) {
-        let y = (MARGIN_TOP + vp.y_px(t.value)).round() + 0.5;
-        ctx.set_stroke_style_str(c.grid);
-        ctx.begin_path();
-        ctx.move_to(MARGIN_LEFT, y);
-        ctx.line_to(MARGIN_LEFT + pw, y);
-        ctx.stroke();
-        ctx.set_fill_style_str(c.text);
-        let _ = ctx.fill_text(&t.label, MARGIN_LEFT - 6.0, y);
-    }
-    // x labels: trace event indices (event i sits at x = i + 1), or time since the first event.
-    ctx.set_text_align("center");
-    ctx.set_text_baseline("top");
-    let x_ticks = vp.x_ticks();
-    for (px, label) in x_ticks {
-        let x = MARGIN_LEFT + px;
-        // Not under the axis caption at the left edge, nor past the right edge.
-        if x >= MARGIN_LEFT + 12.0 && x <= MARGIN_LEFT + pw - 18.0 {
-            ctx.set_fill_style_str(c.text);
-            let _ = ctx.fill_text(&label, x, MARGIN_TOP + ph + 5.0);
-            ctx.set_fill_style_str(c.tick);
-            ctx.fill_rect(x.round(), MARGIN_TOP + ph, 1.0, 4.0);
-        }
-    }
-    ctx.set_text_align("right");
-    ctx.set_fill_style_str(c.text_muted);
-    // (What time 0 is, on the time axis, is said above the plot: `crate::page::search::controls`.)
-    let caption = if vp.time().is_some() { "time" } else { "event" };
-    let _ = ctx.fill_text(caption, MARGIN_LEFT - 6.0, MARGIN_TOP + ph + 5.0);
-    // Bands, clipped to the plot.
-    ctx.save();
-    ctx.begin_path();
-    ctx.rect(MARGIN_LEFT, MARGIN_TOP, pw, ph);
-    ctx.clip();
-    let mut p = CanvasPainter {
-        ctx: &ctx,
-        ox: MARGIN_LEFT,
-        oy: MARGIN_TOP,
-        paint_ms: 0.0,
-    };
-    let t_render = now_ms();
-    let stats = render_timeline(
+    let capacity = opts
+        .capacity
+        .as_ref()
+        .map(|(b, words)| (*b, words.as_str()));
+    let vp = fit_with_lines(
         layout,
-        &vp,
-        RenderOptions {
-            selected: opts.selected.map(|s| s as usize),
-            matches: opts.matches,
-            colours: opts.colours,
-            filter: opts.filter,
-        },
-        &mut p,
-    );
-    render_lines(opts.reserved, cap_bytes, &vp, &mut p);
+        opts.reserved,
+        capacity.map(|c| c.0),
+        (x0, x1),
+        (pw, ph),
+    )
+    .with_time(opts.time.clone());
+    let render = RenderOptions {
+        selected: opts.selected.map(|s| s as usize),
+        matches: opts.matches,
+        colours: opts.colours,
+        filter: opts.filter,
+    };
+    let picture = Picture {
+        layout,
+        vp: &vp,
+        margins: MARGINS,
+        render,
+        reserved: opts.reserved,
+        capacity,
+    };
+    let mut p = CanvasPainter::new(&ctx, MARGIN_LEFT, MARGIN_TOP);
+    let stats = draw_picture(&picture, &mut p);
     let timing = DrawTiming {
-        render_ms: now_ms() - t_render,
+        render_ms: p.plot_ms,
         paint_ms: p.paint_ms,
     };
-    if canvas.is_connected() {
-        LAST_TIMELINE
-            .with(|l| *l.borrow_mut() = Some((vp.clone(), opts.selected.map(|s| s as usize))));
-    }
-    if canvas.is_connected() {
-        LAST_TIMELINE
-            .with(|l| *l.borrow_mut() = Some((vp.clone(), opts.selected.map(|s| s as usize))));
-    }
-    // Memory from before the trace: everything left of x = 1.
-    if x0 < 1.0 {
-        let xb = MARGIN_LEFT + vp.x_px(1.0);
-        ctx.set_stroke_style_str(c.text_muted);
-        ctx.set_line_width(1.0);
-        let _ = ctx.set_line_dash(&js_sys::Array::of2(&3.into(), &3.into()));
-        ctx.begin_path();
-        ctx.move_to(xb.round() + 0.5, MARGIN_TOP);
-        ctx.line_to(xb.round() + 0.5, MARGIN_TOP + ph);
-        ctx.stroke();
-        let _ = ctx.set_line_dash(&js_sys::Array::new());
-    }
-    ctx.restore();
-    if let Some((bytes, label)) = &opts.capacity {
-        capacity_label(&ctx, &vp, *bytes, label, c);
-    }
-    // Labels above the plot: what is left of the dashed line, and annotation regions.
-    ctx.set_text_baseline("bottom");
-    ctx.set_text_align("left");
-    ctx.set_fill_style_str(c.text_muted);
-    // Region labels start after whatever is written here.
-    let mut last_end = f64::NEG_INFINITY;
-    if layout.n_events == 0 {
-        let _ = ctx.fill_text(
-            "no trace events: the snapshot's active blocks, all allocated before any trace",
-            MARGIN_LEFT,
-            MARGIN_TOP - 3.0,
-        );
-    } else if x0 < 1.0 {
-        // Left of the dashed line: before the first event. Pale bands were allocated before it.
-        let xb = MARGIN_LEFT + vp.x_px(1.0);
-        let text = "┆ trace starts (pale bands: allocated before it)";
-        let _ = ctx.fill_text(text, xb - 3.0, MARGIN_TOP - 3.0);
-        last_end = xb - 3.0 + ctx.measure_text(text).map(|m| m.width()).unwrap_or(260.0);
-    }
-    ctx.set_fill_style_str(c.region_text);
-    ctx.set_text_align("left");
-    for r in &layout.regions {
-        if r.x1 <= x0 || r.x0 >= x1 {
-            continue;
-        }
-        let a = MARGIN_LEFT + vp.x_px(r.x0.max(x0));
-        if a > last_end + 4.0 && a < MARGIN_LEFT + pw - 40.0 {
-            let _ = ctx.fill_text(&r.label, a + 2.0, MARGIN_TOP - 3.0);
-            last_end = a + ctx
-                .measure_text(&r.label)
-                .map(|m| m.width())
-                .unwrap_or(60.0);
-        }
-    }
     Some((vp, stats, timing))
-}
-
-/// The capacity line's words, at its right end just above it (below it when at the top).
-fn capacity_label(
-    ctx: &CanvasRenderingContext2d,
-    vp: &Viewport,
-    bytes: u64,
-    label: &str,
-    c: &theme::CanvasColours,
-) {
-    let y = MARGIN_TOP + vp.y_px(bytes as f64);
-    ctx.set_text_align("right");
-    let (baseline, dy) = if y < MARGIN_TOP + 14.0 {
-        ("top", 3.0)
-    } else {
-        ("bottom", -3.0)
-    };
-    ctx.set_text_baseline(baseline);
-    ctx.set_font("bold 11px system-ui, sans-serif");
-    ctx.set_fill_style_str(c.capacity_line);
-    let _ = ctx.fill_text(label, MARGIN_LEFT + vp.width_px - 4.0, y + dy);
-    ctx.set_font("11px system-ui, sans-serif");
 }
 
 /// Where a draw's time went (ms): the bands (level of detail and canvas calls together), and
@@ -401,12 +410,7 @@ pub fn draw_overview(
     };
     let full = overview_viewport(layout, w, h, time);
     let pw = full.width_px;
-    let mut p = CanvasPainter {
-        ctx: &ctx,
-        ox: MARGIN_LEFT,
-        oy: 0.0,
-        paint_ms: 0.0,
-    };
+    let mut p = CanvasPainter::new(&ctx, MARGIN_LEFT, 0.0);
     render_overview(layout, &full, &mut p);
     let a = MARGIN_LEFT + full.x_px(x0);
     let b = MARGIN_LEFT + full.x_px(x1);

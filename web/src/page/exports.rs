@@ -1,16 +1,17 @@
 //! Exports of what the view shows: its main canvas as PNG (timeline, state map, flamegraph), the
-//! timeline as SVG (core's `layout::svg`: the same render, viewport and colours as the canvas,
-//! so the file holds the bands drawn at that zoom) or, in other views, their largest inline SVG
+//! timeline as SVG (core's `layout::svg`: the picture the canvas drew last — viewport, colours,
+//! search outlines, reserved and capacity lines, labels — drawn again on an SVG surface, so the
+//! file holds what is on screen at that zoom) or, in other views, their largest inline SVG
 //! chart; any table of the view as CSV (one row per table row); and the page's link (the hash
 //! holds the view state) to the clipboard. Files are named after the snapshot and the view.
 
-use crate::page::app_state::SharedLayout;
-use crate::page::canvas::{
-    last_timeline, paint_of, MARGIN_BOTTOM, MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP,
-};
+use crate::page::app_state::{SharedLayout, SharedMatches};
+use crate::page::canvas::{ink_of, paint_of, text_width, MARGINS};
 use memlens_core::colour::Colouring;
-use memlens_core::layout::svg::{timeline_svg, Margins};
-use memlens_core::layout::{BandFilter, RenderOptions};
+use memlens_core::layout::picture::Picture;
+use memlens_core::layout::svg::{timeline_svg, SvgTheme};
+use memlens_core::layout::{BandFilter, RenderOptions, Viewport};
+use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlCanvasElement};
@@ -22,10 +23,60 @@ pub struct ExportProps {
     pub file: String,
     /// The view's `#view=` key.
     pub view: String,
-    /// The timeline layout the view draws (timeline views only), its colouring and filter.
+    /// The timeline layout the view draws (timeline views only).
     pub layout: Option<SharedLayout>,
+}
+
+/// What the timeline canvas drew last, with everything it drew it with: what the SVG export
+/// draws again.
+#[derive(Clone)]
+pub struct DrawnTimeline {
+    pub layout: SharedLayout,
+    pub vp: Viewport,
+    pub selected: Option<u32>,
+    pub matches: Option<SharedMatches>,
     pub colours: Option<Rc<Colouring>>,
     pub filter: BandFilter,
+    pub reserved: Option<SharedLayout>,
+    pub capacity: Option<(u64, String)>,
+}
+
+thread_local! {
+    static LAST_DRAWN: RefCell<Option<DrawnTimeline>> = const { RefCell::new(None) };
+}
+
+/// Called by the timeline after each draw on screen.
+pub fn remember_drawn(d: DrawnTimeline) {
+    LAST_DRAWN.with(|l| *l.borrow_mut() = Some(d));
+}
+
+/// The last drawn picture, if it is of `layout`.
+fn drawn_of(layout: &SharedLayout) -> Option<DrawnTimeline> {
+    LAST_DRAWN.with(|l| l.borrow().clone().filter(|d| d.layout == *layout))
+}
+
+/// `d` as an SVG document, in the page's theme.
+fn timeline_svg_of(d: &DrawnTimeline, title: &str) -> String {
+    let picture = Picture {
+        layout: &d.layout.0,
+        vp: &d.vp,
+        margins: MARGINS,
+        render: RenderOptions {
+            selected: d.selected.map(|s| s as usize),
+            matches: d.matches.as_ref().map(|m| m.0.as_ref()),
+            colours: d.colours.as_ref().map(|c| c.index.as_slice()),
+            filter: d.filter,
+        },
+        reserved: d.reserved.as_ref().map(|r| r.0.as_ref()),
+        capacity: d.capacity.as_ref().map(|(b, w)| (*b, w.as_str())),
+    };
+    let ink = |i| ink_of(i).to_string();
+    let theme = SvgTheme {
+        paint: &paint_of,
+        ink: &ink,
+        text_width: &text_width,
+    };
+    timeline_svg(&picture, title, &theme).svg
 }
 
 fn document() -> Option<web_sys::Document> {
@@ -74,7 +125,7 @@ fn save_href(href: &str, name: &str) {
 }
 
 /// Saves `text` as a file of type `mime`.
-fn save_text(text: &str, mime: &str, name: &str) {
+pub(crate) fn save_text(text: &str, mime: &str, name: &str) {
     let parts = js_sys::Array::of1(&text.into());
     let opts = web_sys::BlobPropertyBag::new();
     opts.set_type(mime);
@@ -94,7 +145,7 @@ fn save_text(text: &str, mime: &str, name: &str) {
 }
 
 /// `snap.pickle` + `timeline` → `snap-timeline`.
-fn base_name(file: &str, view: &str) -> String {
+pub(crate) fn base_name(file: &str, view: &str) -> String {
     let stem = file
         .split('.')
         .next()
@@ -113,27 +164,10 @@ fn export_png(base: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn export_svg(
-    base: &str,
-    layout: Option<&SharedLayout>,
-    colours: Option<&Colouring>,
-    filter: BandFilter,
-) -> Result<(), String> {
-    if let (Some(l), Some((vp, selected))) = (layout, last_timeline()) {
-        let m = Margins {
-            left: MARGIN_LEFT,
-            right: MARGIN_RIGHT,
-            top: MARGIN_TOP,
-            bottom: MARGIN_BOTTOM,
-        };
-        let opts = RenderOptions {
-            selected,
-            matches: None,
-            colours: colours.map(|c| c.index.as_slice()),
-            filter,
-        };
-        let out = timeline_svg(&l.0, &vp, opts, m, base, &paint_of);
-        save_text(&out.svg, "image/svg+xml", &format!("{base}.svg"));
+fn export_svg(base: &str, layout: Option<&SharedLayout>) -> Result<(), String> {
+    if let Some(d) = layout.and_then(drawn_of) {
+        let svg = timeline_svg_of(&d, base);
+        save_text(&svg, "image/svg+xml", &format!("{base}.svg"));
         return Ok(());
     }
     let svg = largest(in_view("svg")).ok_or("no picture in this view")?;
@@ -235,15 +269,7 @@ pub fn export_bar(p: &ExportProps) -> Html {
     };
     let on_svg = {
         let (base, report, layout) = (base.clone(), report.clone(), p.layout.clone());
-        let (colours, filter) = (p.colours.clone(), p.filter);
-        Callback::from(move |_: MouseEvent| {
-            report(export_svg(
-                &base,
-                layout.as_ref(),
-                colours.as_deref(),
-                filter,
-            ))
-        })
+        Callback::from(move |_: MouseEvent| report(export_svg(&base, layout.as_ref())))
     };
     // The view's tables are listed when the list is opened (they change with the view).
     let refresh = {

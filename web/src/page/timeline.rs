@@ -17,6 +17,7 @@ use crate::page::canvas::{
     draw_overview, draw_timeline, overview_viewport, DrawOptions, DrawTiming, MARGIN_LEFT,
     MARGIN_TOP,
 };
+use crate::page::exports::DrawnTimeline;
 use crate::page::pointer::{
     set_hover, use_canvas_listeners, use_press, wheel_zoom, DragAxes, Press, PressCell,
 };
@@ -361,6 +362,16 @@ fn use_timeline_drawing(d: TimelineDrawing<'_>) {
                 if ruler_on {
                     drawn_vp.set(Some(vp.clone()));
                 }
+                crate::page::exports::remember_drawn(DrawnTimeline {
+                    layout: layout.clone(),
+                    vp: vp.clone(),
+                    selected: *selected,
+                    matches: matches.clone(),
+                    colours: colours.clone(),
+                    filter: *filter,
+                    reserved: reserved.clone(),
+                    capacity: cap.clone(),
+                });
             }
             live.borrow_mut().vp = drawn.map(|d| d.0);
         }

@@ -14,6 +14,7 @@ mod markers;
 mod max_tree;
 pub mod paint;
 mod pairing;
+pub mod picture;
 mod pools;
 mod preview;
 mod query;
