@@ -6,6 +6,7 @@
 
 use crate::page::app_state::{Action, AppState, View};
 use crate::page::bridge::Bridge;
+use crate::page::event_csv::EventCsv;
 use crate::page::event_list::{EventList, ROW_PX};
 use crate::page::history_canvas::{self, Hit, MapGeometry, Marks, Transform};
 use crate::page::panels::{metric_title, StackPanel};
@@ -88,6 +89,10 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
     };
     let (file, device) = (key.file, key.device);
     let events = state.current_events().cloned();
+    let file_name = state
+        .current_file()
+        .map(|f| f.name.clone())
+        .unwrap_or_default();
     let frame = state
         .state_frame
         .clone()
@@ -111,7 +116,7 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
     html! {
         <div class="view-body state-body">
             <div class="plot-and-stack">
-                <StateView {file} {device} {events} {frame} event={state.event}
+                <StateView {file} {file_name} {device} {events} {frame} event={state.event}
                     pinned_addr={pinned.map(|p| p.0)} {peak_reserved}
                     on_event={Callback::from(move |i: u32| s1.dispatch(Action::SelectEvent(i)))}
                     on_pin_block={Callback::from(move |a: Option<u64>| match a {
@@ -130,6 +135,8 @@ pub fn state_body(state: &UseReducerHandle<AppState>) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct Props {
     pub file: u32,
+    /// The snapshot's name (exports are named after it).
+    pub file_name: String,
     pub device: u32,
     pub events: Option<Shared<EventColumns>>,
     /// The latest state of this file and device (possibly of another entry while the wanted
@@ -409,9 +416,10 @@ pub fn state_view(p: &Props) -> Html {
         .map(|e| e.meta.warnings.join("; "))
         .unwrap_or_default();
     let list = match &p.events {
-        Some(e) => {
-            html! { <EventList events={e.clone()} selected={shown} on_select={p.on_event.clone()} list_ref={list_ref.clone()} /> }
-        }
+        Some(e) => html! { <>
+            <EventCsv events={e.clone()} file_name={p.file_name.clone()} />
+            <EventList events={e.clone()} selected={shown} on_select={p.on_event.clone()} list_ref={list_ref.clone()} />
+        </> },
         None => {
             html! { <div class="event-list muted" ref={list_ref.clone()}>{ "Reading the trace…" }</div> }
         }
@@ -424,7 +432,7 @@ pub fn state_view(p: &Props) -> Html {
             { for numbers }
             if !warnings.is_empty() { <p class="muted small">{ format!("Reconstruction: {warnings}") }</p> }
             <div class="state-main">
-                { list }
+                <div class="event-col">{ list }</div>
                 <div class="state-map">
                     { legend(p.frame.is_none(), bytes_per_row) }
                     <div class="plot">

@@ -10,6 +10,7 @@ pub mod compare_state;
 pub mod compare_timelines;
 pub mod compare_view;
 pub mod diagnosis;
+pub mod event_csv;
 pub mod event_list;
 pub mod exports;
 pub mod grew;

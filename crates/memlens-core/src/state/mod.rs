@@ -71,12 +71,14 @@
 
 mod build;
 mod columns;
+mod event_csv;
 pub mod events;
 mod live;
 mod sampled;
 #[cfg(test)]
 mod tests;
 
+pub use event_csv::EVENT_CSV_HEADER;
 pub use live::State;
 pub use sampled::SampledStates;
 
