@@ -8,8 +8,11 @@
 //   hover, the copy-stack button; the MLU backend's settings variable and device names;
 // - every number of the summary strip and the state view has a hover definition;
 // - exports: the timeline as PNG and SVG (zoomed: the SVG's bands and rectangles = the canvas's,
-//   the annotate marks in it), the state map as PNG, a Diagnosis table as CSV (rows = the
-//   table's rows), copy link;
+//   the annotate marks in it; with the reserved and capacity lines and a search: the lines
+//   where the canvas draws them, the capacity's words, the axes' labels, the outlines; dark in
+//   the dark theme), the state map as PNG, a Diagnosis table as CSV (rows = the table's rows),
+//   the event list as CSV (all or a range; header, sizes in bytes; the rows in view read as the
+//   CSV says, at both ends of the list; a range outside the list refused), copy link;
 // - the page's icon is inline, so no request fails.
 // Screenshots go to tests/out/panel-*.png.
 //
@@ -23,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { openViewer, summary as summaryOf, openFile as open, statsJson, defaultDevice, skipOrFail, OUT, SNAPS,
-  FIXTURES } from './harness.mjs';
+  FIXTURES, DIST, MARGIN_LEFT, MARGIN_RIGHT } from './harness.mjs';
 
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
 const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
@@ -271,6 +274,183 @@ test('exports: the annotated fixture\'s SVG holds its two annotate marks', async
   assert.equal(svg.annotate, 2);
   const drawn = await page.locator('[data-testid=timeline-canvas]').evaluate((c) => Number(c.dataset.bands));
   assert.equal(svg.bands, drawn);
+});
+
+/** Waits until the timeline canvas has drawn again after `act`. */
+async function redrawn(act) {
+  const count = () => page.$eval('[data-testid=timeline-canvas]', (c) => (c.dataset.drawLog || '').split(',').length);
+  const n = await count();
+  await act();
+  await page.waitForFunction((k) => {
+    const l = document.querySelector('[data-testid=timeline-canvas]')?.dataset.drawLog;
+    return l && (l.split(',').length > k || l.split(',').length >= 50);
+  }, n);
+}
+
+/** What the exported SVG draws besides the bands: lines, labels, outlines, background. */
+async function readSvgDecorations(text) {
+  return page.evaluate((t) => {
+    const d = new DOMParser().parseFromString(t, 'image/svg+xml');
+    const plot = d.querySelector('g.plot');
+    const rectsOf = (sel) => [...plot.querySelectorAll(sel)].flatMap((g) => [...g.querySelectorAll('rect')]
+      .map((r) => ({ x: Number(r.getAttribute('x')), y: Number(r.getAttribute('y')), w: Number(r.getAttribute('width')), h: Number(r.getAttribute('height')) })));
+    const texts = (cls) => [...d.querySelectorAll(`text.${cls}`)].map((e) => ({
+      text: e.textContent, x: Number(e.getAttribute('x')), y: Number(e.getAttribute('y')), fill: e.getAttribute('fill'),
+      inPlot: plot.contains(e) }));
+    const lineRects = rectsOf('g.reserved-line, g.capacity-line').length;
+    return {
+      background: d.querySelector('rect.background')?.getAttribute('fill'),
+      reserved: rectsOf('g.reserved-line'), capacity: rectsOf('g.capacity-line'),
+      capacityFill: plot.querySelector('g.capacity-line')?.getAttribute('fill'),
+      match: rectsOf('g.match').length, matchRug: rectsOf('g.match-rug').length,
+      plotRectsBesidesLines: plot.querySelectorAll('rect').length - lineRects,
+      bands: Number(plot.dataset.bands), rects: Number(plot.dataset.rects),
+      axisY: texts('axis-y'), axisX: texts('axis-x'), caption: texts('axis-caption'),
+      capacityLabel: texts('capacity-label'), traceStart: texts('trace-start-label'),
+      grid: d.querySelectorAll('line.grid').length, ticks: d.querySelectorAll('rect.tick').length,
+      traceStartLine: plot.querySelectorAll('line.trace-start').length,
+    };
+  }, text);
+}
+
+test('exports: the SVG shows the reserved and capacity lines, their words, the axes and the search outlines', async () => {
+  await openFile(path.join(DIST, 'example.pickle'));
+  await redrawn(() => page.check('[data-testid=reserved-line]'));
+  await redrawn(() => page.selectOption('[data-testid=capacity]', 'trace'));
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]').dataset.capacityBytes);
+  await redrawn(() => page.fill('[data-testid=search-frame]', 'train.py'));
+  await page.waitForSelector('[data-testid=search-count][data-count]');
+  const found = Number(await page.getAttribute('[data-testid=search-count]', 'data-count'));
+  assert.ok(found > 0);
+  await page.waitForTimeout(300);
+  const canvas = await page.locator('[data-testid=timeline-canvas]').evaluate((c) => ({
+    bands: Number(c.dataset.bands), rects: Number(c.dataset.rects), capPx: Number(c.dataset.capacityPx),
+    capBytes: Number(c.dataset.capacityBytes), width: c.clientWidth }));
+  const words = (await page.textContent('[data-testid=capacity-text]')).trim();
+
+  const file = await download(() => page.click('[data-testid=export-svg]'));
+  const svg = await readSvgDecorations(file.bytes.toString());
+  fs.writeFileSync(path.join(OUT, 'panel-export-lines.svg'), file.bytes);
+  assert.equal(svg.bands, canvas.bands);
+  assert.equal(svg.rects, canvas.rects);
+  assert.equal(svg.plotRectsBesidesLines, canvas.rects, 'the plot holds the drawn rectangles and the two lines');
+  // The capacity line: one 2 px rectangle centred on the canvas's row, across the plot.
+  assert.equal(svg.capacity.length, 1);
+  const cap = svg.capacity[0];
+  assert.ok(Math.abs(cap.y + cap.h / 2 - canvas.capPx) < 0.02, `capacity at ${cap.y + cap.h / 2} vs canvas ${canvas.capPx}`);
+  assert.equal(cap.w, canvas.width - MARGIN_LEFT - MARGIN_RIGHT);
+  // Its words (name, bytes, headroom at the peak), bold, right-aligned above it.
+  assert.equal(svg.capacityLabel.length, 1);
+  assert.equal(svg.capacityLabel[0].text, words);
+  assert.ok(Math.abs(svg.capacityLabel[0].y - (canvas.capPx - 3)) < 0.06 || Math.abs(svg.capacityLabel[0].y - (canvas.capPx + 3)) < 0.06);
+  assert.equal(svg.capacityLabel[0].inPlot, false);
+  // The reserved step line.
+  assert.ok(svg.reserved.length >= 2, `reserved line: ${svg.reserved.length} rectangles`);
+  // The search's outlines and its rug.
+  assert.ok(svg.match > 0, 'search outlines');
+  assert.ok(svg.matchRug > 0, 'search rug');
+  // Axes: byte labels with a grid line each, x labels with a tick each, the caption; the start
+  // of the trace (the window starts before it).
+  assert.ok(svg.axisY.length >= 3);
+  assert.equal(svg.grid, svg.axisY.length);
+  for (const t of svg.axisY) assert.match(t.text, /^\d+(\.\d+)? (B|KiB|MiB|GiB)$/);
+  assert.ok(svg.axisX.length >= 2);
+  assert.equal(svg.ticks, svg.axisX.length);
+  assert.deepEqual(svg.caption.map((c) => c.text), ['event']);
+  assert.equal(svg.traceStart.length, 1);
+  assert.equal(svg.traceStartLine, 1);
+
+  // In the dark theme the file is dark too, with the canvas's light text.
+  // (A theme change mounts the view again: a new canvas draws.)
+  const themed = async (theme) => {
+    await page.click('[data-testid=theme-toggle]');
+    await page.waitForFunction((t) => document.documentElement.dataset.theme === t
+      && document.querySelector('[data-testid=timeline-canvas]')?.dataset.drawLog, theme);
+  };
+  await themed('dark');
+  const dark = await readSvgDecorations((await download(() => page.click('[data-testid=export-svg]'))).bytes.toString());
+  assert.equal(dark.background, '#1e1f24');
+  assert.equal(dark.axisY[0].fill, '#d6d6dc');
+  assert.equal(dark.capacityFill, '#ff6b5b');
+  await themed('light');
+  await page.evaluate(() => localStorage.removeItem('memlens-theme'));
+  await redrawn(() => page.fill('[data-testid=search-frame]', ''));
+  await redrawn(() => page.selectOption('[data-testid=capacity]', 'off'));
+  await redrawn(() => page.uncheck('[data-testid=reserved-line]'));
+});
+
+/** The event list's rows in the DOM: index and text. */
+async function listedRows() {
+  return page.$$eval('[data-testid=event-list] .ev-row', (rows) => rows.map((r) => ({
+    event: Number(r.dataset.event), text: r.textContent })));
+}
+
+/** A CSV row of the event list as the list writes it (core's `EventList::line`). */
+function listLine(row) {
+  const size = (b) => `(${b} bytes)`;
+  if (row.action === 'oom') return new RegExp(`^OOM \\(requested .*${size(row.size_bytes).replace(/[()]/g, '\\$&')}`);
+  if (row.action === 'snapshot') return /^snapshot$/;
+  const kind = /^segment_/.test(row.action) ? 's' : 'b';
+  const label = `${kind}'${row.address.replace(/^0x/, '')}_${row.version}`;
+  return new RegExp(`^${row.action} +${label} +\\S+ \\(${row.size_bytes} bytes\\)`);
+}
+
+function parseCsv(text) {
+  const [head, ...lines] = text.trimEnd().split('\n');
+  const cols = head.split(',');
+  return { cols, rows: lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], v]))) };
+}
+
+test('exports: the event list as CSV, all of it or a range, rows as the list shows them', async () => {
+  const real = fs.existsSync(path.join(SNAPS, REAL)) ? path.join(SNAPS, REAL) : path.join(DIST, 'example.pickle');
+  await openFile(real);
+  await page.selectOption('[data-testid=view-select]', 'state');
+  await page.waitForSelector('[data-testid=event-list][data-rows]', { timeout: 60000 });
+  const n = Number(await page.getAttribute('[data-testid=event-list]', 'data-rows'));
+  assert.ok(n > 10);
+
+  const all = await download(() => page.click('[data-testid=event-csv]'));
+  assert.match(all.name, /-events\.csv$/);
+  const csv = parseCsv(all.bytes.toString());
+  assert.deepEqual(csv.cols, ['event', 'action', 'address', 'version', 'size_bytes', 'stream', 'time_us', 'device_free_bytes']);
+  assert.equal(csv.rows.length, n, 'a CSV row per entry');
+  csv.rows.forEach((r, i) => assert.equal(Number(r.event), i));
+  // The rows in view, at the start and at the end of the list, read as the CSV says.
+  const check = async () => {
+    const shown = await listedRows();
+    assert.ok(shown.length > 5);
+    for (const s of shown) {
+      const r = csv.rows[s.event];
+      const text = s.text.replace(/^\s*\d+ /, '').replace(/\s+\(stream \d+\)$/, '');
+      assert.match(text, listLine(r), `entry ${s.event}: ${JSON.stringify(r)}`);
+      if (r.stream !== '0') assert.match(s.text, new RegExp(`\\(stream ${r.stream}\\)`));
+    }
+  };
+  await check();
+  await page.click('[data-testid=state-last]');
+  await page.waitForFunction((k) => Number(document.querySelector('[data-testid=event-list]').dataset.firstRow) > k - 100, n);
+  await check();
+  // Sizes in whole bytes, times in whole µs, as the column names say.
+  assert.ok(csv.rows.every((r) => /^\d+$/.test(r.size_bytes)));
+  assert.ok(csv.rows.every((r) => r.time_us === '' || /^\d+$/.test(r.time_us)));
+
+  // A range: those rows, the same as in the whole file, named after it.
+  await page.fill('[data-testid=event-csv-range]', '5-9');
+  const part = await download(() => page.click('[data-testid=event-csv]'));
+  assert.match(part.name, /-events-5-9\.csv$/);
+  const p = parseCsv(part.bytes.toString());
+  assert.deepEqual(p.rows, csv.rows.slice(5, 10));
+  // A range outside the list is marked, and nothing is saved.
+  await page.fill('[data-testid=event-csv-range]', `3-${n}`);
+  let saved = false;
+  page.once('download', () => { saved = true; });
+  await page.click('[data-testid=event-csv]');
+  await page.waitForSelector('[data-testid=event-csv-range].bad');
+  await page.waitForTimeout(500);
+  assert.equal(saved, false);
+  await page.fill('[data-testid=event-csv-range]', '');
+  await page.screenshot({ path: path.join(OUT, 'panel-event-csv.png') });
+  await page.selectOption('[data-testid=view-select]', 'timeline');
 });
 
 test('no page errors', () => {

@@ -80,7 +80,7 @@ pub fn event_csv(p: &Props) -> Html {
         <form class="event-csv" {onsubmit} {title}>
             <input ref={input} data-testid="event-csv-range" class={classes!((*bad).then_some("bad"))}
                 placeholder="entries: all, or 120-480" />
-            <button type="submit" data-testid="event-csv">{ "CSV" }</button>
+            <button type="submit" data-testid="event-csv">{ "Export CSV" }</button>
         </form>
     }
 }
