@@ -15,6 +15,10 @@
 // - the filters leave bands out of the drawing;
 // - dark theme: emulated `prefers-color-scheme: dark` gives a dark page with readable text
 //   (contrast ≥ 4.5) and a dark plot; the toggle switches and is remembered after a reload.
+// - every view (timeline, allocated, state, segments, settings, diagnosis, overview, compare) in
+//   both themes: a screenshot each (tests/out/views-<theme>-<view>.png), every text of the page
+//   at least 4.5:1 against what is behind it, the page's background of the theme, and no white
+//   canvas in the dark.
 // Screenshots of the timeline in both themes go to tests/out/ (views-light.png, views-dark.png).
 //
 // Run: (cd tests/browser && node --test --test-concurrency=1 views.test.mjs)   after
@@ -356,6 +360,90 @@ test('dark theme: follows prefers-color-scheme, readable, toggled and remembered
   assert.equal(await dark.$eval('html', (e) => e.dataset.theme), 'light');
   await dark.evaluate(() => localStorage.removeItem('memlens-theme'));
   await dark.close();
+});
+
+/** Ready marks of views that draw after they open (others are ready when shown). */
+const READY = {
+  timeline: '[data-testid=timeline-canvas][data-draw-log]',
+  allocated: '[data-testid=timeline-canvas][data-draw-log]',
+  segments: '[data-testid=timeline-canvas][data-draw-log]',
+  state: '[data-testid=state-view][data-switch-ms]',
+  diagnosis: '[data-testid=icicle]',
+};
+
+/** Texts of the view whose contrast with what is behind them is below 4.5 (disabled controls
+ *  are exempt, as in WCAG), and the page's background. */
+async function lowContrast(p) {
+  return p.evaluate(() => {
+    const rgba = (s) => { const v = s.match(/[\d.]+/g).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+    const lum = ([r, g, b]) => [r, g, b].map((v) => { const c = v / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; })
+      .reduce((a, c, i) => a + c * [0.2126, 0.7152, 0.0722][i], 0);
+    const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((m, n) => n - m); return (x + 0.05) / (y + 0.05); };
+    const behind = (el) => {
+      for (let e = el; e; e = e.parentElement) {
+        const c = rgba(getComputedStyle(e).backgroundColor);
+        if (c[3] > 0.5) return c;
+      }
+      const root = rgba(getComputedStyle(document.documentElement).backgroundColor);
+      return root[3] > 0.5 ? root : [255, 255, 255, 1];
+    };
+    const low = [];
+    for (const el of document.querySelectorAll('#memlens *')) {
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own || el.closest(':disabled, option, .tooltip') || !el.getClientRects().length) continue;
+      const st = getComputedStyle(el);
+      if (st.visibility === 'hidden' || Number(st.opacity) === 0) continue;
+      const bg = behind(el);
+      const f = rgba(st.color);
+      const fg = [0, 1, 2].map((i) => f[i] * f[3] + bg[i] * (1 - f[3]));
+      const r = ratio(fg, bg);
+      if (r < 4.5) low.push(`${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0, 30)}" ${r.toFixed(2)}`);
+    }
+    // The page's background: the body's, else the root's, else the browser's white.
+    const page = [document.body, document.documentElement].map((e) => rgba(getComputedStyle(e).backgroundColor))
+      .find((c) => c[3] > 0.5) || [255, 255, 255, 1];
+    return { low, background: `rgb(${page.slice(0, 3).join(', ')})` };
+  });
+}
+
+test('every view in both themes: a screenshot each, readable text, no white canvas in the dark', async () => {
+  const views = await page.$$eval('[data-testid=view-select] option', (o) => o.map((x) => x.value));
+  assert.ok(views.length >= 8, `views: ${views}`);
+  const unreadable = [];
+  for (const theme of ['light', 'dark']) {
+    const p = await context.newPage();
+    watchErrors(p);
+    await p.emulateMedia({ colorScheme: theme });
+    await p.goto(base + '?src=example.pickle');
+    await p.evaluate(() => localStorage.removeItem('memlens-theme'));
+    await p.reload();
+    await waitShown(p, 'example.pickle');
+    assert.equal(await p.$eval('html', (e) => e.dataset.theme), theme);
+    for (const view of views) {
+      await p.selectOption('[data-testid=view-select]', view);
+      await p.waitForFunction((v) => new RegExp(`view=${v}`).test(location.hash) || v === 'timeline', view);
+      if (READY[view]) await p.waitForSelector(READY[view], { timeout: 60000 });
+      await p.waitForTimeout(300);
+      await p.screenshot({ path: path.join(OUT, `views-${theme}-${view}.png`), fullPage: true });
+      const { low, background } = await lowContrast(p);
+      unreadable.push(...low.map((l) => `${theme} ${view}: ${l}`));
+      const [r, g, b] = background.match(/\d+/g).map(Number);
+      assert.ok(theme === 'dark' ? r + g + b < 150 : r + g + b > 600, `${theme} ${view}: background ${background}`);
+      if (theme === 'dark') {
+        // (The overview's window is outlined in white on purpose.)
+        const white = await p.$$eval('main.content canvas:not([data-testid=overview])', (cs) => cs.map((c) => {
+          if (!c.width || !c.height) return 0;
+          const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+          let n = 0;
+          for (let i = 0; i < d.length; i += 4) if (d[i] > 245 && d[i + 1] > 245 && d[i + 2] > 245 && d[i + 3] > 200) n++;
+          return n / (d.length / 4);
+        }));
+        for (const w of white) assert.ok(w < 0.01, `${view}: a canvas ${Math.round(w * 100)} % white in the dark theme`);
+      }
+    }
+    await p.close();
+  }
+  assert.deepEqual(unreadable, [], 'texts below 4.5:1 against their background');
 });
 
 test('no page errors', () => {
