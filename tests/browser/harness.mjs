@@ -170,3 +170,19 @@ export async function openFile(page, file, opts) {
   await page.setInputFiles('[data-testid=file-input]', file);
   await waitShown(page, path.basename(file), opts);
 }
+
+/** How many times the timeline canvas has drawn (its log keeps the last 50). */
+export async function drawCount(page) {
+  const log = await page.getAttribute('[data-testid=timeline-canvas]', 'data-draw-log');
+  return log ? log.split(',').length : 0;
+}
+
+/** Runs `act` and waits for the timeline canvas to draw again. */
+export async function redrawn(page, act) {
+  const n = await drawCount(page);
+  await act();
+  await page.waitForFunction((k) => {
+    const l = document.querySelector('[data-testid=timeline-canvas]')?.dataset.drawLog;
+    return l && (l.split(',').length > k || l.split(',').length >= 50);
+  }, n);
+}

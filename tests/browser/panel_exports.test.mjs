@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { openViewer, summary as summaryOf, openFile as open, statsJson, defaultDevice, skipOrFail, OUT, SNAPS,
-  FIXTURES, DIST, MARGIN_LEFT, MARGIN_RIGHT } from './harness.mjs';
+  FIXTURES, DIST, MARGIN_LEFT, MARGIN_RIGHT, redrawn } from './harness.mjs';
 
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
 const METRICS = ['reserved_bytes', 'allocated_bytes', 'active_bytes', 'inactive_split_bytes',
@@ -276,17 +276,6 @@ test('exports: the annotated fixture\'s SVG holds its two annotate marks', async
   assert.equal(svg.bands, drawn);
 });
 
-/** Waits until the timeline canvas has drawn again after `act`. */
-async function redrawn(act) {
-  const count = () => page.$eval('[data-testid=timeline-canvas]', (c) => (c.dataset.drawLog || '').split(',').length);
-  const n = await count();
-  await act();
-  await page.waitForFunction((k) => {
-    const l = document.querySelector('[data-testid=timeline-canvas]')?.dataset.drawLog;
-    return l && (l.split(',').length > k || l.split(',').length >= 50);
-  }, n);
-}
-
 /** What the exported SVG draws besides the bands: lines, labels, outlines, background. */
 async function readSvgDecorations(text) {
   return page.evaluate((t) => {
@@ -315,10 +304,10 @@ async function readSvgDecorations(text) {
 
 test('exports: the SVG shows the reserved and capacity lines, their words, the axes and the search outlines', async () => {
   await openFile(path.join(DIST, 'example.pickle'));
-  await redrawn(() => page.check('[data-testid=reserved-line]'));
-  await redrawn(() => page.selectOption('[data-testid=capacity]', 'trace'));
+  await redrawn(page, () => page.check('[data-testid=reserved-line]'));
+  await redrawn(page, () => page.selectOption('[data-testid=capacity]', 'trace'));
   await page.waitForFunction(() => document.querySelector('[data-testid=timeline-canvas]').dataset.capacityBytes);
-  await redrawn(() => page.fill('[data-testid=search-frame]', 'train.py'));
+  await redrawn(page, () => page.fill('[data-testid=search-frame]', 'train.py'));
   await page.waitForSelector('[data-testid=search-count][data-count]');
   const found = Number(await page.getAttribute('[data-testid=search-count]', 'data-count'));
   assert.ok(found > 0);
@@ -374,9 +363,9 @@ test('exports: the SVG shows the reserved and capacity lines, their words, the a
   assert.equal(dark.capacityFill, '#ff6b5b');
   await themed('light');
   await page.evaluate(() => localStorage.removeItem('memlens-theme'));
-  await redrawn(() => page.fill('[data-testid=search-frame]', ''));
-  await redrawn(() => page.selectOption('[data-testid=capacity]', 'off'));
-  await redrawn(() => page.uncheck('[data-testid=reserved-line]'));
+  await redrawn(page, () => page.fill('[data-testid=search-frame]', ''));
+  await redrawn(page, () => page.selectOption('[data-testid=capacity]', 'off'));
+  await redrawn(page, () => page.uncheck('[data-testid=reserved-line]'));
 });
 
 /** The event list's rows in the DOM: index and text. */

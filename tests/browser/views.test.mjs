@@ -29,8 +29,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { openViewer, watchPage, waitShown, DIST, OUT, MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP,
-  MARGIN_BOTTOM } from './harness.mjs';
+import { openViewer, watchPage, waitShown, redrawn, DIST, OUT, MARGIN_LEFT, MARGIN_RIGHT,
+  MARGIN_TOP, MARGIN_BOTTOM } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CANVAS = '[data-testid=timeline-canvas]';
@@ -53,21 +53,6 @@ async function plotColours(p) {
     }
     return out;
   }, [MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM]);
-}
-
-async function drawCount(p) {
-  const log = await p.getAttribute(CANVAS, 'data-draw-log');
-  return log ? log.split(',').length : 0;
-}
-
-/** Runs `fn` and waits for the canvas to draw again. */
-async function redrawn(p, fn) {
-  const n = await drawCount(p);
-  await fn();
-  await p.waitForFunction((k) => {
-    const l = document.querySelector('[data-testid=timeline-canvas]')?.dataset.drawLog;
-    return l && (l.split(',').length > k || l.split(',').length >= 50);
-  }, n);
 }
 
 async function windowOf(p) {

@@ -288,6 +288,18 @@ mod tests {
         crate::load(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
+    /// The bands of `l` in `vp`, nothing else asked for.
+    fn bands_only<'a>(l: &'a TimelineLayout, vp: &'a Viewport) -> Picture<'a> {
+        Picture {
+            layout: l,
+            vp,
+            margins: M,
+            render: RenderOptions::default(),
+            reserved: None,
+            capacity: None,
+        }
+    }
+
     /// The elements of class `class` in `svg` (tag `<tag class="class"`).
     fn count(svg: &str, tag: &str, class: &str) -> usize {
         svg.matches(&format!("<{tag} class=\"{class}\"")).count()
@@ -308,14 +320,7 @@ mod tests {
             .filter(|(s, _)| is_band(*s))
             .map(|(_, r)| r.len())
             .sum();
-        let p = Picture {
-            layout: &l,
-            vp: &vp,
-            margins: M,
-            render: RenderOptions::default(),
-            reserved: None,
-            capacity: None,
-        };
+        let p = bands_only(&l, &vp);
         let out = timeline_svg(&p, "a <title>", &THEME);
         assert!(want > 0);
         assert_eq!(out.band_rects, want);
@@ -398,14 +403,7 @@ mod tests {
         let l = TimelineLayout::build(&s, 0, TimelineKind::Active);
         assert!(!l.regions.is_empty());
         let vp = Viewport::fit(&l, 2.0, l.x_end() as f64, 800.0, 300.0);
-        let p = Picture {
-            layout: &l,
-            vp: &vp,
-            margins: M,
-            render: RenderOptions::default(),
-            reserved: None,
-            capacity: None,
-        };
+        let p = bands_only(&l, &vp);
         let svg = timeline_svg(&p, "p5", &THEME).svg;
         assert!(svg.contains(">## prefill ##</text>"), "{svg}");
         assert_eq!(count(&svg, "text", "trace-start-label"), 0);
