@@ -1,12 +1,15 @@
 //! Fuzzes the decoder: arbitrary bytes through `memlens_core::load` (sniffing, pickle, JSON, HTML,
 //! then the model) and the streaming paths (`PickleMachine::feed` with chunk sizes taken from the
 //! input, and `Loader`), which must agree with the whole-buffer decode, and the plain opcode loop
-//! (the trace-entry fast path off), which must give the same model or the same error. Never
-//! panics, never hangs.
+//! (the trace-entry fast path off), which must give the same model or the same error; and the
+//! parallel decode (`raw::pickle::parallel`, the input re-framed into frames of sizes taken
+//! from the input so that it is cut in pieces), which must give the same model or error as the
+//! one-thread decode. Never panics, never hangs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use memlens_core::model::normalize;
+use memlens_core::raw::pickle::{parallel, split};
 use memlens_core::raw::{Encoding, PickleMachine, Progress};
 use memlens_core::Loader;
 
@@ -45,10 +48,45 @@ fn decode_text(body: &[u8], fast: bool) -> String {
         return "no result".into();
     };
     let nodes = m.arena.nodes.len();
-    match normalize(m.arena, top, Encoding::Pickle { protocol: m.protocol }) {
+    match normalize(
+        m.arena,
+        top,
+        Encoding::Pickle {
+            protocol: m.protocol,
+        },
+    ) {
         Ok(s) => format!("{nodes} {s:?}"),
         Err(e) => format!("{nodes} normalize error: {e}"),
     }
+}
+
+/// The model (or error) of a decode, as text.
+fn model_text(r: parallel::Decoded) -> String {
+    match r.and_then(|(a, v, p)| normalize(a, v, Encoding::Pickle { protocol: p })) {
+        Ok(s) => format!("{s:?}"),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// `body` as protocol 4 with frames of about `size` bytes at opcode boundaries (as CPython's
+/// framer cuts them), where its opcodes can be walked.
+fn reframe(body: &[u8], size: usize) -> Option<Vec<u8>> {
+    let mut out = vec![0x80, 4];
+    let mut frame = Vec::new();
+    let mut p = if body.starts_with(&[0x80]) { 2 } else { 0 };
+    while p < body.len() {
+        let end = split::opcode_end(body, p)?;
+        if body[p] != 0x95 {
+            frame.extend_from_slice(&body[p..end]);
+        }
+        if frame.len() >= size || end == body.len() {
+            out.push(0x95);
+            out.extend_from_slice(&(frame.len() as u64).to_le_bytes());
+            out.append(&mut frame);
+        }
+        p = end;
+    }
+    Some(out)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -66,6 +104,14 @@ fuzz_target!(|data: &[u8]| {
         decode_text(body, true) == decode_text(body, false),
         "the entry fast path disagrees with the opcode loop"
     );
+
+    if let Some(framed) = reframe(body, usize::from(first % 29) + 4) {
+        assert!(
+            model_text(parallel::decode_in_pieces(&framed, 2, 8))
+                == model_text(PickleMachine::decode_all(&framed)),
+            "the parallel decode disagrees with the one-thread decode"
+        );
+    }
 
     let all_at_once = PickleMachine::decode_all(body);
     let streamed = feed_in_chunks(body, chunk);

@@ -21,6 +21,15 @@ pub struct StackInterner {
     stack_by_nodes: FxHashMap<Box<[u32]>, StackId>,
     scratch: Vec<FrameId>,
     scratch_nodes: Vec<u32>,
+    /// How many frames there were when each stack was made (by stack id): the order the join
+    /// of a parallel decode replays (see `raw::pickle::join`).
+    pub(crate) frames_at_stack: Vec<u32>,
+    /// Frames and stacks standing for a value of an earlier piece ([`Node::Ext`]), by memo
+    /// key, in the order they were made (parallel decoding only).
+    pub(crate) ext_frames: Vec<(FrameId, u64)>,
+    pub(crate) ext_stacks: Vec<(StackId, u64)>,
+    ext_frame_of: FxHashMap<u64, FrameId>,
+    ext_stack_of: FxHashMap<u64, StackId>,
 }
 
 impl Default for StackInterner {
@@ -35,6 +44,11 @@ impl Default for StackInterner {
             stack_by_nodes: FxHashMap::default(),
             scratch: Vec::new(),
             scratch_nodes: Vec::new(),
+            frames_at_stack: vec![0],
+            ext_frames: Vec::new(),
+            ext_stacks: Vec::new(),
+            ext_frame_of: FxHashMap::default(),
+            ext_stack_of: FxHashMap::default(),
         }
     }
 }
@@ -49,12 +63,13 @@ pub struct FrameKeys {
 
 impl Arena {
     /// The frame a frame dict describes; the dict's node then holds only the id.
-    fn intern_frame(&mut self, v: Val) -> Option<FrameId> {
+    pub(crate) fn intern_frame(&mut self, v: Val) -> Option<FrameId> {
         let Val::Node(NodeId(n)) = v else { return None };
         let node = self.nodes.get(n as usize)?;
         let items = match node {
             Node::Frame(f) => return Some(*f),
             Node::Dict(items) => items,
+            Node::Ext(key) => return Some(self.stack_interner.ext_frame(*key)),
             _ => return None,
         };
         let k = self.frame_keys;
@@ -77,16 +92,7 @@ impl Arena {
                 }
             }
         }
-        let st = &mut self.stack_interner;
-        let id = match st.frame_index.get(&fr) {
-            Some(&id) => id,
-            None => {
-                let id = FrameId(st.frames.len() as u32);
-                st.frames.push(fr);
-                st.frame_index.insert(fr, id);
-                id
-            }
-        };
+        let id = self.stack_interner.frame_id(fr);
         if let Some(slot) = self.nodes.get_mut(n as usize) {
             *slot = Node::Frame(id);
         }
@@ -107,6 +113,7 @@ impl Arena {
             }
             Some(Node::List(items)) => std::mem::take(items),
             Some(Node::Tuple(items)) => items.to_vec(),
+            Some(&mut Node::Ext(key)) => return self.stack_interner.ext_stack(key),
             _ => return StackId::EMPTY,
         };
         let mut nodes = std::mem::take(&mut self.stack_interner.scratch_nodes);
@@ -182,16 +189,64 @@ impl Arena {
             }
         }
         let st = &mut self.stack_interner;
-        let id = match st.stack_index.get(scratch.as_slice()) {
+        let id = st.stack_id(&scratch);
+        st.scratch = scratch;
+        id
+    }
+}
+
+impl StackInterner {
+    /// The id of a frame, by content.
+    pub(crate) fn frame_id(&mut self, fr: Frame) -> FrameId {
+        match self.frame_index.get(&fr) {
             Some(&id) => id,
             None => {
-                let id = st.stacks.push(&scratch);
-                st.stack_index
-                    .insert(scratch.clone().into_boxed_slice(), id);
+                let id = FrameId(self.frames.len() as u32);
+                self.frames.push(fr);
+                self.frame_index.insert(fr, id);
                 id
             }
-        };
-        st.scratch = scratch;
+        }
+    }
+
+    /// The id of a stack, by its frames.
+    pub(crate) fn stack_id(&mut self, frames: &[FrameId]) -> StackId {
+        match self.stack_index.get(frames) {
+            Some(&id) => id,
+            None => {
+                let id = self.stacks.push(frames);
+                self.stack_index.insert(frames.into(), id);
+                self.frames_at_stack.push(self.frames.len() as u32);
+                id
+            }
+        }
+    }
+
+    /// The frame standing for the frame dict memoized under `key` in an earlier piece.
+    fn ext_frame(&mut self, key: u64) -> FrameId {
+        if let Some(&f) = self.ext_frame_of.get(&key) {
+            return f;
+        }
+        let id = FrameId(self.frames.len() as u32);
+        self.frames.push(Frame {
+            filename: StrId::EMPTY,
+            line: 0,
+            name: StrId::EMPTY,
+        });
+        self.ext_frames.push((id, key));
+        self.ext_frame_of.insert(key, id);
+        id
+    }
+
+    /// The stack standing for the `frames` list memoized under `key` in an earlier piece.
+    fn ext_stack(&mut self, key: u64) -> StackId {
+        if let Some(&s) = self.ext_stack_of.get(&key) {
+            return s;
+        }
+        let id = self.stacks.push(&[]);
+        self.frames_at_stack.push(self.frames.len() as u32);
+        self.ext_stacks.push((id, key));
+        self.ext_stack_of.insert(key, id);
         id
     }
 }

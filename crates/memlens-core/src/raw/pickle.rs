@@ -15,7 +15,10 @@
 //! - `memo_ops` (with `memo`, its 4-byte storage): PUT and GET;
 //! - `entry`: the trace-entry fast path, tried at EMPTY_DICT; `fresh`: nodes given back once
 //!   a dict became a trace row or a list its stack;
-//! - here: framing, STOP and the refused opcodes; `opcodes`: opcode names for errors.
+//! - here: framing, STOP and the refused opcodes; `opcodes`: opcode names for errors;
+//! - parallel decoding of one framed pickle (`parallel`): `split` (where to cut, what each
+//!   piece memoizes), `piece` (a piece decoded on its own), `join` (a piece brought into the
+//!   machine that ran everything before it).
 
 use crate::error::DecodeError;
 use crate::raw::value::{Arena, Val};
@@ -28,11 +31,15 @@ use rustc_hash::FxHashMap;
 mod containers;
 mod entry;
 mod fresh;
+mod join;
 mod memo;
 mod memo_ops;
 mod opcodes;
+pub mod parallel;
+mod piece;
 mod reader;
 mod scalars;
+pub mod split;
 mod stack;
 mod text;
 
@@ -71,6 +78,8 @@ pub struct PickleMachine {
     pub fast_entries: bool,
     fast_toks: Vec<(usize, entry::Tok)>,
     fast_ids: Vec<u32>,
+    /// Set while the machine decodes one piece of a file on its own (`piece`).
+    piece: Option<Box<piece::PieceState>>,
 }
 
 impl Default for PickleMachine {
@@ -96,6 +105,7 @@ impl PickleMachine {
             fast_entries: true,
             fast_toks: Vec::with_capacity(32),
             fast_ids: Vec::with_capacity(256),
+            piece: None,
         }
     }
 
@@ -179,6 +189,13 @@ impl PickleMachine {
                     return Ok(Progress::Done(r.pos));
                 }
                 Err(Halt::Failed(e)) => return Err(e),
+                // (Only a piece's memo has keys of earlier pieces: see `piece`.)
+                Err(Halt::Ext(key)) => {
+                    return Err(DecodeError::MissingMemo {
+                        key,
+                        offset: r.at(),
+                    })
+                }
             }
         }
     }

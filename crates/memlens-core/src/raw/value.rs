@@ -52,6 +52,10 @@ pub enum Node {
     Stack(crate::trace::StackId),
     /// A frame dict, interned.
     Frame(crate::trace::FrameId),
+    /// A container of an earlier piece, by memo key, while a piece is decoded on its own
+    /// (`raw::pickle::piece`); the join replaces it by the value itself, so a finished arena
+    /// never holds one.
+    Ext(u64),
 }
 
 /// Keys the fast path recognises, interned before decoding starts.
@@ -150,6 +154,9 @@ pub struct TraceRows {
     pub extras: Vec<(u32, RowExtra)>,
     /// Count of fields whose value had the wrong type or sign (reported as a warning).
     pub odd_values: u64,
+    /// Whether a row's fields were set after it was made (a repeated key, or SETITEM on a
+    /// row's dict again): the parallel join replays rows as pushes only where none was.
+    pub(crate) rewritten: bool,
 }
 
 impl TraceRows {
@@ -466,6 +473,7 @@ impl Arena {
         if ri >= self.rows.len() {
             return;
         }
+        self.rows.rewritten = true;
         for p in kv.chunks_exact(2) {
             let (Val::Str(key), v) = (p[0], p[1]) else {
                 continue;

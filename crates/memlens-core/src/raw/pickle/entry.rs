@@ -12,7 +12,7 @@
 //! and compares.
 
 use super::fresh::Fresh;
-use super::memo::{MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS, MEMO_TAG_MASK};
+use super::memo::{MEMO_EXT, MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS, MEMO_TAG_MASK};
 use super::scalars::le_i64;
 use super::stack::push_val;
 use super::PickleMachine;
@@ -101,6 +101,8 @@ impl PickleMachine {
                 match x & MEMO_TAG_MASK {
                     MEMO_STR => kv[n] = Val::Str(StrId(id)),
                     MEMO_ROW => kv[n] = Val::Row(RowId(id)),
+                    // A key of an earlier piece: the opcode loop resolves it.
+                    MEMO_EXT if x == MEMO_EXT => return None,
                     // A container GET has a side effect only on the fresh list (the fresh dict
                     // is created after every node a slot names), so any other is read now.
                     MEMO_NODE if self.fresh_list.is_none_or(|f| f.node != id) => {

@@ -19,7 +19,10 @@ pub(super) struct Memo {
     overflow: FxHashMap<u64, Val>,
 }
 
-pub(super) const MEMO_ROW: u32 = 0;
+/// A key of an earlier piece not looked at yet (parallel decoding only, see `piece`): a
+/// zeroed slot, so a piece's memo costs nothing for the keys it never reads.
+pub(super) const MEMO_EXT: u32 = 0;
+pub(super) const MEMO_ROW: u32 = 6;
 pub(super) const MEMO_NODE: u32 = 1;
 pub(super) const MEMO_STR: u32 = 2;
 pub(super) const MEMO_STACK: u32 = 3;
@@ -80,6 +83,7 @@ impl Memo {
             MEMO_ROW => Val::Row(RowId(id)),
             MEMO_STACK => return Some(Err((StackId(id), false))),
             MEMO_STACK_AGAIN => return Some(Err((StackId(id), true))),
+            MEMO_EXT => return None,
             _ if x == MEMO_OVERFLOW => return self.overflow.get(&key).copied().map(Ok),
             _ => return self.wide.get(id as usize).copied().map(Ok),
         }))
@@ -113,6 +117,30 @@ impl Memo {
         let x = self.encode(key, v);
         if let Some(slot) = self.slots.get_mut(key as usize) {
             *slot = x;
+        }
+    }
+
+    /// A memo whose keys `0..n` belong to earlier pieces ([`MEMO_EXT`] slots).
+    pub(super) fn with_earlier_keys(n: u64) -> Memo {
+        Memo {
+            slots: vec![MEMO_EXT; n as usize],
+            ..Memo::default()
+        }
+    }
+
+    /// Sets the raw slot of an existing key.
+    pub(super) fn set_slot(&mut self, key: u64, x: u32) {
+        if let Some(slot) = self.slots.get_mut(key as usize) {
+            *slot = x;
+        }
+    }
+
+    /// Sets key `len` to a `frames` list given back (see [`Self::set_stack`]).
+    pub(super) fn push_stack(&mut self, s: StackId, again: bool) {
+        self.slots.push(MEMO_EXT);
+        let key = self.slots.len() as u64 - 1;
+        if !self.set_stack(key, s, again) {
+            self.set(key, Val::None);
         }
     }
 

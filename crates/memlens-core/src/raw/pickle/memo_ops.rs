@@ -3,8 +3,8 @@
 //! others sparse. A GET of the fresh dict or list is its second reference (see `fresh`).
 
 use super::fresh::Fresh;
-use super::memo::{MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS, MEMO_TAG_MASK};
-use super::reader::{Reader, Step};
+use super::memo::{MEMO_EXT, MEMO_NODE, MEMO_ROW, MEMO_STR, MEMO_TAG_BITS, MEMO_TAG_MASK};
+use super::reader::{Halt, Reader, Step};
 use super::stack::push_val;
 use super::text::parse_dec_u64;
 use super::PickleMachine;
@@ -44,14 +44,13 @@ impl PickleMachine {
                 parse_dec_u64(l).ok_or_else(|| self.malformed(r.at(), "bad GET key"))?
             }
         };
-        self.push_memo(k, r.at())?;
-        Ok(())
+        self.push_memo(k, r.at())
     }
 
     /// Pushes memo key `k`: each inline tag pushes its own value, straight from the 4-byte slot
     /// (no `Val` temporary); anything else takes [`Self::memo_get`].
     #[inline(always)]
-    fn push_memo(&mut self, k: u64, at: u64) -> Result<(), DecodeError> {
+    fn push_memo(&mut self, k: u64, at: u64) -> Step {
         let x = self.memo.slot(k);
         let id = x >> MEMO_TAG_BITS;
         match x & MEMO_TAG_MASK {
@@ -70,6 +69,7 @@ impl PickleMachine {
                 push_val(&mut self.stack, Val::Node(NodeId(id)));
             }
             MEMO_ROW => push_val(&mut self.stack, Val::Row(RowId(id))),
+            MEMO_EXT if x == MEMO_EXT => return Err(Halt::Ext(k)),
             _ => {
                 let v = self.memo_get(k, at)?;
                 push_val(&mut self.stack, v);

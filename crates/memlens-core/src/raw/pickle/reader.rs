@@ -16,6 +16,9 @@ pub(super) enum Halt {
     /// STOP: the value is in the machine's result.
     Stop,
     Failed(DecodeError),
+    /// A GET of a key of an earlier piece not resolved yet (parallel decoding only): the
+    /// piece's loop resolves it and runs the opcode again.
+    Ext(u64),
 }
 
 impl From<DecodeError> for Halt {
