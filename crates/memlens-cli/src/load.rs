@@ -68,8 +68,8 @@ pub fn open(path: &str) -> Result<(Box<dyn BufRead>, Option<u64>), CliError> {
 /// Reads a file's content (`-` for stdin; gzip decompressed) fully.
 pub fn read_bytes(path: &str) -> Result<Vec<u8>, CliError> {
     let name = if path == "-" { "<stdin>" } else { path };
-    let (mut r, _) = open(path)?;
-    let mut v = Vec::new();
+    let (mut r, len) = open(path)?;
+    let mut v = Vec::with_capacity(len.unwrap_or(0).min(1 << 36) as usize);
     r.read_to_end(&mut v)
         .map_err(|e| CliError(format!("cannot read file: {e}: {name}")))?;
     Ok(v)
@@ -87,6 +87,11 @@ pub struct Part {
     /// be left out), a time range since the first event (1.5s..3s, 200ms.., ..900us), or last:N.
     #[arg(long, global = true, value_name = "FROM..TO", value_parser = parse_range)]
     pub range: Option<EventRange>,
+    /// Threads to decode one file on (default 1: the file is streamed, memory holds the model
+    /// only). With more, the file is read into memory whole and a protocol 4+ pickle is
+    /// decoded in pieces, to the same result (on 2 busy cores it was slower: docs/BENCHMARKS.md).
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
 }
 
 fn parse_range(s: &str) -> Result<EventRange, String> {
@@ -97,6 +102,26 @@ impl Part {
     pub fn range(&self) -> Option<EventRange> {
         self.last.map(EventRange::Last).or(self.range)
     }
+
+    /// `--threads` (default 1).
+    pub fn threads(&self) -> usize {
+        self.threads.map_or(1, |n| n as usize)
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Sets how many threads [`load`] decodes one file on (once, at start).
+pub fn set_threads(n: usize) {
+    let _ = THREADS.set(n.max(1));
+}
+
+fn threads() -> usize {
+    THREADS.get().copied().unwrap_or(1)
 }
 
 static PART: std::sync::OnceLock<Option<EventRange>> = std::sync::OnceLock::new();
@@ -114,7 +139,12 @@ pub fn part() -> Option<EventRange> {
 /// Loads a snapshot (only the part of its trace given by `--last`/`--range`, if any), naming
 /// the file last on failure.
 pub fn load(path: &str) -> Result<Snapshot, CliError> {
-    let snap = load_whole(path)?;
+    load_on(path, threads())
+}
+
+/// [`load`] on `threads` threads.
+fn load_on(path: &str, threads: usize) -> Result<Snapshot, CliError> {
+    let snap = load_whole(path, threads)?;
     match part() {
         None => Ok(snap),
         Some(r) => {
@@ -124,10 +154,16 @@ pub fn load(path: &str) -> Result<Snapshot, CliError> {
     }
 }
 
-/// Loads a whole snapshot, naming the file last on failure. Files are streamed in chunks, so
-/// memory holds the model, not the file.
-fn load_whole(path: &str) -> Result<Snapshot, CliError> {
+/// Loads a whole snapshot, naming the file last on failure. On one thread files are streamed in
+/// chunks, so memory holds the model, not the file; on more, the file is read whole and decoded
+/// in pieces.
+fn load_whole(path: &str, threads: usize) -> Result<Snapshot, CliError> {
     let name = if path == "-" { "<stdin>" } else { path };
+    if threads > 1 {
+        let bytes = read_bytes(path)?;
+        return memlens_core::load_parallel(&bytes, threads)
+            .map_err(|e| CliError(format!("{e}: {name}")));
+    }
     let (r, len) = open(path)?;
     memlens_core::load_reader(r, len).map_err(|e| CliError(format!("{e}: {name}")))
 }
@@ -139,10 +175,9 @@ pub fn map_files<T: Send>(
     files: &[String],
     f: impl Fn(usize, &str, Snapshot) -> T + Sync,
 ) -> Vec<Result<T, CliError>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(files.len())
-        .max(1);
+    let threads = cores().min(files.len()).max(1);
+    // (The cores left over go to decoding each file.)
+    let per_file = (self::threads() / threads).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut out: Vec<Option<Result<T, CliError>>> = (0..files.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut out);
@@ -151,7 +186,7 @@ pub fn map_files<T: Send>(
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(path) = files.get(i) else { break };
-                let r = load(path).map(|s| f(i, path, s));
+                let r = load_on(path, per_file).map(|s| f(i, path, s));
                 if let Ok(mut g) = slots.lock() {
                     g[i] = Some(r);
                 }

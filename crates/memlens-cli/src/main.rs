@@ -107,6 +107,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     load::set_part(cli.part.range());
+    load::set_threads(cli.part.threads());
     let r = match cli.cmd {
         Cmd::Stats(a) => stats::run(a),
         Cmd::Diagnose(a) => diagnose::run(a),

@@ -29,3 +29,13 @@ pub fn load(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
     let (arena, top, enc) = raw::decode(bytes)?;
     model::normalize(arena, top, enc)
 }
+
+/// [`load`], decoding a framed pickle (protocol 4+) on up to `threads` threads
+/// (`raw::pickle::parallel`): the same snapshot, or the same error.
+pub fn load_parallel(bytes: &[u8], threads: usize) -> Result<Snapshot, DecodeError> {
+    if raw::sniff(bytes)? != raw::Sniff::Pickle {
+        return load(bytes);
+    }
+    let (arena, top, protocol) = raw::pickle::parallel::decode_parallel(bytes, threads)?;
+    model::normalize(arena, top, raw::Encoding::Pickle { protocol })
+}

@@ -12,11 +12,17 @@ use rustc_hash::FxHashMap;
 /// pickle never memoizes itself, and huge ids) goes to `wide`, named by its index, or past
 /// 2^29 - 1 wide values (not possible below a 512 MiB file) to `overflow` by key. A stack
 /// slot is a `frames` list whose node was given back (see [`PickleMachine::drop_frames_list`]).
+///
+/// A piece decoded on its own (`piece`) numbers its keys from `base`: the slots hold keys
+/// `base..len`, and the earlier keys in `earlier`: zeroed memory ([`MEMO_EXT`]) that is never
+/// grown, so only its pages a piece writes (the keys it resolved) ever cost memory.
 #[derive(Default)]
 pub(super) struct Memo {
     pub slots: Vec<u32>,
     wide: Vec<Val>,
     overflow: FxHashMap<u64, Val>,
+    base: u64,
+    earlier: Vec<u32>,
 }
 
 /// A key of an earlier piece not looked at yet (parallel decoding only, see `piece`): a
@@ -37,7 +43,13 @@ pub(super) const MEMO_OVERFLOW: u32 = (MEMO_INLINE_MAX - 1) << MEMO_TAG_BITS | M
 impl Memo {
     #[inline]
     pub(super) fn len(&self) -> usize {
-        self.slots.len()
+        self.base as usize + self.slots.len()
+    }
+
+    /// The index of `key` in `slots` (`usize::MAX` for an earlier key).
+    #[inline(always)]
+    fn index(&self, key: u64) -> usize {
+        key.checked_sub(self.base).map_or(usize::MAX, |i| i as usize)
     }
 
     #[inline]
@@ -70,12 +82,18 @@ impl Memo {
     /// The raw slot of `key` (`MEMO_WIDE` where there is none: the slow path then looks).
     #[inline(always)]
     pub(super) fn slot(&self, key: u64) -> u32 {
-        self.slots.get(key as usize).copied().unwrap_or(MEMO_WIDE)
+        match key.checked_sub(self.base) {
+            Some(i) => self.slots.get(i as usize).copied().unwrap_or(MEMO_WIDE),
+            None => self.earlier.get(key as usize).copied().unwrap_or(MEMO_EXT),
+        }
     }
 
     /// The value of `key`; a stack slot is `Err((stack id, given back before))`.
     pub(super) fn get(&self, key: u64) -> Option<Result<Val, (StackId, bool)>> {
-        let x = *self.slots.get(key as usize)?;
+        let x = match self.slots.get(self.index(key)) {
+            Some(&x) => x,
+            None => *self.earlier.get(key as usize)?,
+        };
         let id = x >> MEMO_TAG_BITS;
         Some(Ok(match x & MEMO_TAG_MASK {
             MEMO_STR => Val::Str(StrId(id)),
@@ -93,7 +111,7 @@ impl Memo {
     #[inline]
     pub(super) fn holds_node(&self, key: u64, id: u32) -> bool {
         if id < MEMO_INLINE_MAX {
-            self.slots.get(key as usize) == Some(&(id << MEMO_TAG_BITS | MEMO_NODE))
+            self.slots.get(self.index(key)) == Some(&(id << MEMO_TAG_BITS | MEMO_NODE))
         } else {
             self.get(key) == Some(Ok(Val::Node(NodeId(id))))
         }
@@ -102,7 +120,8 @@ impl Memo {
     /// Makes existing key `key` a stack slot; `false` where the id does not fit inline.
     pub(super) fn set_stack(&mut self, key: u64, s: StackId, again: bool) -> bool {
         let tag = if again { MEMO_STACK_AGAIN } else { MEMO_STACK };
-        match self.slots.get_mut(key as usize) {
+        let i = self.index(key);
+        match self.slots.get_mut(i) {
             Some(slot) if s.0 < MEMO_INLINE_MAX => {
                 *slot = s.0 << MEMO_TAG_BITS | tag;
                 true
@@ -115,22 +134,24 @@ impl Memo {
     #[inline]
     pub(super) fn set(&mut self, key: u64, v: Val) {
         let x = self.encode(key, v);
-        if let Some(slot) = self.slots.get_mut(key as usize) {
+        let i = self.index(key);
+        if let Some(slot) = self.slots.get_mut(i) {
             *slot = x;
         }
     }
 
-    /// A memo whose keys `0..n` belong to earlier pieces ([`MEMO_EXT`] slots).
+    /// A memo whose keys `0..n` belong to earlier pieces (read as [`MEMO_EXT`] until set).
     pub(super) fn with_earlier_keys(n: u64) -> Memo {
         Memo {
-            slots: vec![MEMO_EXT; n as usize],
+            base: n,
+            earlier: vec![MEMO_EXT; n as usize],
             ..Memo::default()
         }
     }
 
-    /// Sets the raw slot of an existing key.
-    pub(super) fn set_slot(&mut self, key: u64, x: u32) {
-        if let Some(slot) = self.slots.get_mut(key as usize) {
+    /// Sets the raw slot of an earlier key (see [`Self::with_earlier_keys`]).
+    pub(super) fn set_earlier(&mut self, key: u64, x: u32) {
+        if let Some(slot) = self.earlier.get_mut(key as usize) {
             *slot = x;
         }
     }
@@ -138,7 +159,7 @@ impl Memo {
     /// Sets key `len` to a `frames` list given back (see [`Self::set_stack`]).
     pub(super) fn push_stack(&mut self, s: StackId, again: bool) {
         self.slots.push(MEMO_EXT);
-        let key = self.slots.len() as u64 - 1;
+        let key = self.len() as u64 - 1;
         if !self.set_stack(key, s, again) {
             self.set(key, Val::None);
         }
@@ -147,7 +168,7 @@ impl Memo {
     /// Sets key `len`.
     #[inline]
     pub(super) fn push(&mut self, v: Val) {
-        let x = self.encode(self.slots.len() as u64, v);
+        let x = self.encode(self.len() as u64, v);
         self.slots.push(x);
     }
 }

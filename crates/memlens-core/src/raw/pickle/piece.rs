@@ -203,7 +203,7 @@ impl PickleMachine {
         if id >= MEMO_INLINE_MAX {
             return false;
         }
-        self.memo.set_slot(key, id << MEMO_TAG_BITS | tag);
+        self.memo.set_earlier(key, id << MEMO_TAG_BITS | tag);
         true
     }
 }

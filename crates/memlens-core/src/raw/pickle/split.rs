@@ -83,21 +83,21 @@ pub fn scan(piece: &[u8]) -> Option<PieceScan> {
     let mut kinds = Vec::with_capacity(piece.len() / 64);
     let mut last = KIND_OTHER << KIND_SHIFT;
     let mut p = 0usize;
-    while p < piece.len() {
+    while let Some(&op) = piece.get(p) {
+        if op == 0x94 {
+            kinds.push(last);
+            p += 1;
+            continue;
+        }
         let at = p;
-        let (end, pushed) = opcode(piece, p)?;
-        p = end;
-        last = match (piece[at], pushed) {
-            (0x94, _) => {
-                kinds.push(last);
-                continue;
-            }
-            (0x95, _) => continue,
-            (b'.', _) => break,
-            (_, KIND_STR) => {
+        p = step(piece, p, op)?;
+        last = match KINDS[op as usize] {
+            KIND_STR => {
                 u32::try_from(at).ok().filter(|&a| a <= OFFSET_MASK)? | KIND_STR << KIND_SHIFT
             }
-            (_, k) => k << KIND_SHIFT,
+            KIND_KEEP => last,
+            KIND_STOP => break,
+            k => k << KIND_SHIFT,
         };
     }
     (p <= piece.len()).then_some(PieceScan { kinds })
@@ -107,32 +107,81 @@ pub fn scan(piece: &[u8]) -> Option<PieceScan> {
 /// CPython pickler of protocol 2+ writes of plain data; `None` for others (PUTs, protocol 0's
 /// text opcodes, those that import) and for one running past the end.
 pub fn opcode_end(bytes: &[u8], p: usize) -> Option<usize> {
-    opcode(bytes, p)
-        .map(|(end, _)| end)
-        .filter(|&e| e <= bytes.len())
+    step(bytes, p, *bytes.get(p)?).filter(|&e| e <= bytes.len())
 }
 
-/// [`opcode_end`] and the kind of value the opcode pushes (`KIND_*`).
+/// The end of opcode `op` at `p` by [`OPERANDS`] (it may lie past the end of `b`).
 #[inline(always)]
-fn opcode(b: &[u8], p: usize) -> Option<(usize, u32)> {
-    let q = p + 1;
-    let (operand, pushed) = match *b.get(p)? {
-        0x94 | b'(' | b'a' | b'e' | 0x90 | b's' | b'u' | b'0' | b'1' | b'2' | b'N' | 0x88
-        | 0x89 | b'.' => (0, KIND_OTHER),
-        0x95 | b'G' => (8, KIND_OTHER),
-        b'h' | b'K' | 0x80 => (1, KIND_OTHER),
-        b'M' => (2, KIND_OTHER),
-        b'j' | b'J' => (4, KIND_OTHER),
-        0x8c | b'U' => (1 + len_at(b, q, 1)?, KIND_STR),
-        b'X' | b'T' => (4 + len_at(b, q, 4)?, KIND_STR),
-        0x8d => (8 + len_at(b, q, 8)?, KIND_STR),
-        b'C' | 0x8a => (1 + len_at(b, q, 1)?, KIND_OTHER),
-        b'B' | 0x8b => (4 + len_at(b, q, 4)?, KIND_OTHER),
-        0x8e | 0x96 => (8 + len_at(b, q, 8)?, KIND_OTHER),
-        b'}' | b']' | b')' | 0x8f | b't' | 0x85..=0x87 | b'l' | b'd' | 0x91 => (0, KIND_CONTAINER),
-        _ => return None,
-    };
-    Some((q.checked_add(operand)?, pushed))
+fn step(b: &[u8], p: usize, op: u8) -> Option<usize> {
+    let c = OPERANDS[op as usize];
+    if c < PREFIXED {
+        return Some(p + 1 + c as usize);
+    }
+    if c == UNKNOWN {
+        return None;
+    }
+    let w = (c - PREFIXED) as usize;
+    (p + 1 + w).checked_add(len_at(b, p + 1, w)?)
+}
+
+/// Operand bytes of each opcode: a fixed count, `PREFIXED + w` for a `w`-byte length and as
+/// many bytes, or `UNKNOWN`.
+const PREFIXED: u8 = 16;
+const UNKNOWN: u8 = 255;
+static OPERANDS: [u8; 256] = operands();
+
+const fn operands() -> [u8; 256] {
+    let mut t = [UNKNOWN; 256];
+    let none = b"\x94(aeu\x90s012N\x88\x89.}])\x8ft\x85\x86\x87ld\x91";
+    let mut i = 0;
+    while i < none.len() {
+        t[none[i] as usize] = 0;
+        i += 1;
+    }
+    t[0x95] = 8;
+    t[b'G' as usize] = 8;
+    t[b'h' as usize] = 1;
+    t[b'K' as usize] = 1;
+    t[0x80] = 1;
+    t[b'M' as usize] = 2;
+    t[b'j' as usize] = 4;
+    t[b'J' as usize] = 4;
+    t[0x8c] = PREFIXED + 1;
+    t[b'U' as usize] = PREFIXED + 1;
+    t[b'C' as usize] = PREFIXED + 1;
+    t[0x8a] = PREFIXED + 1;
+    t[b'X' as usize] = PREFIXED + 4;
+    t[b'T' as usize] = PREFIXED + 4;
+    t[b'B' as usize] = PREFIXED + 4;
+    t[0x8b] = PREFIXED + 4;
+    t[0x8d] = PREFIXED + 8;
+    t[0x8e] = PREFIXED + 8;
+    t[0x96] = PREFIXED + 8;
+    t
+}
+
+/// What each opcode leaves on top for a MEMOIZE after it (`KIND_*`; FRAME leaves it as it was).
+const KIND_KEEP: u32 = 3;
+const KIND_STOP: u32 = 4;
+static KINDS: [u32; 256] = kinds();
+
+const fn kinds() -> [u32; 256] {
+    let mut t = [KIND_OTHER; 256];
+    let containers = b"}])\x8ft\x85\x86\x87ld\x91";
+    let mut i = 0;
+    while i < containers.len() {
+        t[containers[i] as usize] = KIND_CONTAINER;
+        i += 1;
+    }
+    let strings = b"\x8cUXT\x8d";
+    i = 0;
+    while i < strings.len() {
+        t[strings[i] as usize] = KIND_STR;
+        i += 1;
+    }
+    t[0x95] = KIND_KEEP;
+    t[b'.' as usize] = KIND_STOP;
+    t
 }
 
 /// A little-endian length of `n` bytes at `p`.
