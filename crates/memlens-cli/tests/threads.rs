@@ -13,18 +13,33 @@ fn threads_give_the_same_output_as_one() {
     let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join("threads_training.pickle");
     synth_workload(&p, "training", "120000", "5");
     let file = p.to_string_lossy().into_owned();
-    for verb in [&["stats", "--json"][..], &["diagnose", "--json"], &["trace"]] {
+    for verb in [
+        &["stats", "--json"][..],
+        &["diagnose", "--json"],
+        &["trace"],
+    ] {
         let run = |threads: &str| {
             let mut args = verb.to_vec();
             args.extend(["--threads", threads, file.as_str()]);
             memlens(&args)
         };
         let one = run("1");
-        assert!(one.status.success(), "{verb:?}: {}", String::from_utf8_lossy(&one.stderr));
+        assert!(
+            one.status.success(),
+            "{verb:?}: {}",
+            String::from_utf8_lossy(&one.stderr)
+        );
         for n in ["2", "3"] {
             let many = run(n);
-            assert_eq!(many.status.code(), one.status.code(), "{verb:?} --threads {n}");
-            assert!(many.stdout == one.stdout, "{verb:?} --threads {n}: output differs");
+            assert_eq!(
+                many.status.code(),
+                one.status.code(),
+                "{verb:?} --threads {n}"
+            );
+            assert!(
+                many.stdout == one.stdout,
+                "{verb:?} --threads {n}: output differs"
+            );
         }
     }
     let bytes = std::fs::read(&p).unwrap_or_default();

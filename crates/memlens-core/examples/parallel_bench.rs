@@ -53,7 +53,10 @@ fn main() {
         }
     }
     let mb = bytes.len() as f64 / 1e6;
-    println!("{:<14} {:>8} {:>8} {:>8}", "decode", "wall_s", "cpu_s", "MB/s");
+    println!(
+        "{:<14} {:>8} {:>8} {:>8}",
+        "decode", "wall_s", "cpu_s", "MB/s"
+    );
     for (v, (w, c)) in variants.iter().zip(times) {
         let name = match v {
             0 => "one thread".to_string(),

@@ -49,7 +49,8 @@ impl Memo {
     /// The index of `key` in `slots` (`usize::MAX` for an earlier key).
     #[inline(always)]
     fn index(&self, key: u64) -> usize {
-        key.checked_sub(self.base).map_or(usize::MAX, |i| i as usize)
+        key.checked_sub(self.base)
+            .map_or(usize::MAX, |i| i as usize)
     }
 
     #[inline]

@@ -81,26 +81,44 @@ impl PieceScan {
 /// The memoized values of a piece, as [`scan`] saw them (see the module doc).
 pub fn scan(piece: &[u8]) -> Option<PieceScan> {
     let mut kinds = Vec::with_capacity(piece.len() / 64);
-    let mut last = KIND_OTHER << KIND_SHIFT;
+    // The opcode before (FRAMEs skipped), whose value a MEMOIZE stores; looked at only then.
+    let mut prev = usize::MAX;
     let mut p = 0usize;
     while let Some(&op) = piece.get(p) {
-        if op == 0x94 {
-            kinds.push(last);
-            p += 1;
+        let c = OPERANDS[op as usize];
+        if c < PREFIXED {
+            if op == 0x94 {
+                kinds.push(memoized(piece, prev)?);
+            } else {
+                prev = p;
+            }
+            p += 1 + c as usize;
             continue;
         }
-        let at = p;
-        p = step(piece, p, op)?;
-        last = match KINDS[op as usize] {
-            KIND_STR => {
-                u32::try_from(at).ok().filter(|&a| a <= OFFSET_MASK)? | KIND_STR << KIND_SHIFT
+        match c {
+            FRAME => p += 9,
+            STOP => return Some(PieceScan { kinds }),
+            _ => {
+                prev = p;
+                p = step(piece, p, op)?;
             }
-            KIND_KEEP => last,
-            KIND_STOP => break,
-            k => k << KIND_SHIFT,
-        };
+        }
     }
     (p <= piece.len()).then_some(PieceScan { kinds })
+}
+
+/// What a MEMOIZE after the opcode at `prev` stores (`KIND_*` with the string's offset).
+#[inline(never)]
+fn memoized(piece: &[u8], prev: usize) -> Option<u32> {
+    let Some(&op) = piece.get(prev) else {
+        return Some(KIND_OTHER << KIND_SHIFT);
+    };
+    Some(match KINDS[op as usize] {
+        KIND_STR => {
+            u32::try_from(prev).ok().filter(|&a| a <= OFFSET_MASK)? | KIND_STR << KIND_SHIFT
+        }
+        k => k << KIND_SHIFT,
+    })
 }
 
 /// Where the opcode at `p` ends (its operands read by their lengths only), for the opcodes a
@@ -114,31 +132,36 @@ pub fn opcode_end(bytes: &[u8], p: usize) -> Option<usize> {
 #[inline(always)]
 fn step(b: &[u8], p: usize, op: u8) -> Option<usize> {
     let c = OPERANDS[op as usize];
-    if c < PREFIXED {
-        return Some(p + 1 + c as usize);
+    match c {
+        _ if c < PREFIXED => Some(p + 1 + c as usize),
+        FRAME => Some(p + 9),
+        STOP => Some(p + 1),
+        UNKNOWN => None,
+        _ => {
+            let w = (c - PREFIXED) as usize;
+            (p + 1 + w).checked_add(len_at(b, p + 1, w)?)
+        }
     }
-    if c == UNKNOWN {
-        return None;
-    }
-    let w = (c - PREFIXED) as usize;
-    (p + 1 + w).checked_add(len_at(b, p + 1, w)?)
 }
 
 /// Operand bytes of each opcode: a fixed count, `PREFIXED + w` for a `w`-byte length and as
 /// many bytes, or `UNKNOWN`.
 const PREFIXED: u8 = 16;
+const FRAME: u8 = 40;
+const STOP: u8 = 41;
 const UNKNOWN: u8 = 255;
 static OPERANDS: [u8; 256] = operands();
 
 const fn operands() -> [u8; 256] {
     let mut t = [UNKNOWN; 256];
-    let none = b"\x94(aeu\x90s012N\x88\x89.}])\x8ft\x85\x86\x87ld\x91";
+    let none = b"\x94(aeu\x90s012N\x88\x89}])\x8ft\x85\x86\x87ld\x91";
     let mut i = 0;
     while i < none.len() {
         t[none[i] as usize] = 0;
         i += 1;
     }
-    t[0x95] = 8;
+    t[0x95] = FRAME;
+    t[b'.' as usize] = STOP;
     t[b'G' as usize] = 8;
     t[b'h' as usize] = 1;
     t[b'K' as usize] = 1;
@@ -160,9 +183,7 @@ const fn operands() -> [u8; 256] {
     t
 }
 
-/// What each opcode leaves on top for a MEMOIZE after it (`KIND_*`; FRAME leaves it as it was).
-const KIND_KEEP: u32 = 3;
-const KIND_STOP: u32 = 4;
+/// What each opcode leaves on top for a MEMOIZE right after it (`KIND_*`).
 static KINDS: [u32; 256] = kinds();
 
 const fn kinds() -> [u32; 256] {
@@ -179,8 +200,6 @@ const fn kinds() -> [u32; 256] {
         t[strings[i] as usize] = KIND_STR;
         i += 1;
     }
-    t[0x95] = KIND_KEEP;
-    t[b'.' as usize] = KIND_STOP;
     t
 }
 
