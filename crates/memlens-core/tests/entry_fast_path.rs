@@ -4,7 +4,7 @@
 //! chunks, and leave the same number of arena nodes and rows behind.
 
 use memlens_core::model::normalize;
-use memlens_core::raw::{self, Encoding, PickleMachine, Progress, Sniff};
+use memlens_core::raw::{Encoding, PickleMachine, Progress};
 use memlens_fixture as fixture;
 
 /// Decodes a pickle fed in chunks of `chunk` bytes (0: whole); the model as text, plus the
@@ -73,33 +73,11 @@ fn same_both_ways(what: &str, bytes: &[u8]) {
 }
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for (p, text) in memlens_fixture::fixture_texts() {
-        let fx = fixture::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        for protocol in 2..=5 {
-            let Ok(bytes) = fx.clone().with_protocol(protocol).to_bytes() else {
-                continue;
-            };
-            if raw::sniff(&bytes).ok() == Some(Sniff::Pickle) {
-                let name = p.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-                out.push((format!("{name} p{protocol}"), bytes));
-            }
-        }
-    }
-    out
+    fixture::fixture_pickles(2..=5)
 }
 
 fn real_snapshots() -> Vec<(String, Vec<u8>)> {
-    let Some(paths) = fixture::shared_snapshots() else {
-        return Vec::new();
-    };
-    paths
-        .into_iter()
-        .filter_map(|p| {
-            let b = std::fs::read(&p).ok()?;
-            Some((p.file_name()?.to_string_lossy().into_owned(), b))
-        })
-        .collect()
+    fixture::shared_snapshot_bytes()
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use memlens_core::model::normalize;
 use memlens_core::raw::pickle::parallel::decode_counted;
 use memlens_core::raw::pickle::split::{opcode_end, split};
-use memlens_core::raw::{self, Encoding, Sniff};
+use memlens_core::raw::{self, Encoding};
 use memlens_core::Loader;
 use memlens_fixture as fixture;
 
@@ -114,33 +114,11 @@ fn same(what: &str, bytes: &[u8], piece: usize, rng: &mut Rng) -> f64 {
 }
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for (p, text) in memlens_fixture::fixture_texts() {
-        let fx = fixture::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        for protocol in 4..=5 {
-            let Ok(bytes) = fx.clone().with_protocol(protocol).to_bytes() else {
-                continue;
-            };
-            if raw::sniff(&bytes).ok() == Some(Sniff::Pickle) {
-                let name = p.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-                out.push((format!("{name} p{protocol}"), bytes));
-            }
-        }
-    }
-    out
+    fixture::fixture_pickles(4..=5)
 }
 
 fn real_snapshots() -> Vec<(String, Vec<u8>)> {
-    let Some(paths) = fixture::shared_snapshots() else {
-        return Vec::new();
-    };
-    paths
-        .into_iter()
-        .filter_map(|p| {
-            let b = std::fs::read(&p).ok()?;
-            Some((p.file_name()?.to_string_lossy().into_owned(), b))
-        })
-        .collect()
+    fixture::shared_snapshot_bytes()
 }
 
 #[test]

@@ -55,7 +55,7 @@ mod write;
 
 pub use document::{Fixture, Form, Options, DEFAULT_CLOCK_STEP_US, DEFAULT_CLOCK_US};
 pub use error::FixtureError;
-pub use files::{fixture_texts, fixtures_dir};
+pub use files::{fixture_pickles, fixture_texts, fixtures_dir, shared_snapshot_bytes};
 pub use snapshots::{shared_snapshots, shared_snapshots_dir, NO_SKIP_VAR, SNAPSHOTS_DIR_VAR};
 pub use tools::python;
 pub use write::html_page;
