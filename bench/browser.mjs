@@ -19,8 +19,14 @@
 // default device's diagnosis received (diagnosis_ms, the root's data-diagnosis-ms; the worker
 // computes it after the first paint), and their difference (after_paint_ms).
 // BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page.
+// BENCH_VIEW=compare A B: the Compare view painted (both files chosen together on
+// #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
+// opened alone (→ its first paint), BENCH_REPS (default 5) alternating runs, medians and ratio.
+// BENCH_VIEW=files F1..FN: N files to a painted Files overview (all rows shown): all chosen at
+// once (parallel workers), all at once with ?workers=1 (one worker), and one after another
+// (each chosen when the previous is ready), BENCH_REPS alternating runs, medians and ratios.
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
-// Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS;
+// Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS, BENCH_REPS;
 //                                            BENCH_CONSOLE=1 prints the page's console on stderr)
 import path from 'node:path';
 import fs from 'node:fs';
@@ -122,6 +128,84 @@ if (process.env.BENCH_VIEW === 'cold') {
     console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(opened).toFixed(0), median(decodes).toFixed(0)].join('\t'));
   }
   fs.rmSync(dir, { recursive: true, force: true });
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+const REPS = Number(process.env.BENCH_REPS ?? 5);
+/** A fresh page on `hash` (with `query`), idle for BENCH_IDLE_MS. */
+async function freshPage(hash, query = '') {
+  const page = await context.newPage();
+  if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+  await page.goto(`${base}${query}${hash}`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.waitForTimeout(IDLE_MS);
+  return page;
+}
+/** Runs each of `modes` (name → async () => ms) REPS times, alternating; prints medians. */
+async function alternate(modes) {
+  const got = Object.fromEntries(Object.keys(modes).map((k) => [k, []]));
+  for (let r = 0; r < REPS; r++) {
+    for (const [k, run] of Object.entries(modes)) got[k].push(await run());
+  }
+  for (const [k, v] of Object.entries(got)) console.log(`${k}\t${v.map((x) => x.toFixed(0)).join(' / ')}\tmedian ${median(v).toFixed(0)} ms`);
+  return Object.fromEntries(Object.entries(got).map(([k, v]) => [k, median(v)]));
+}
+if (process.env.BENCH_VIEW === 'compare') {
+  const larger = [...files].sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+  console.log(`compare ${files.map((f) => path.basename(f)).join(' vs ')}; alone: ${path.basename(larger)}`);
+  const m = await alternate({
+    alone_first_paint: async () => {
+      const page = await freshPage('#view=timeline');
+      await page.setInputFiles('[data-testid=file-input]', larger);
+      await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
+      const ms = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
+      await page.close();
+      return ms;
+    },
+    compare_painted: async () => {
+      const page = await freshPage('#view=compare');
+      await page.setInputFiles('[data-testid=file-input]', files);
+      await page.waitForFunction(() => !!document.querySelector('[data-testid=compare-timelines]')?.dataset.paintedMs, null, { timeout: 600000, polling: 5 });
+      const ms = await page.evaluate(() => Number(document.querySelector('[data-testid=compare-timelines]').dataset.paintedMs));
+      await page.close();
+      return ms;
+    },
+  });
+  console.log(`ratio compare/alone ${(m.compare_painted / m.alone_first_paint).toFixed(2)}`);
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'files') {
+  const rowsShown = (page, n) => page.waitForFunction((k) => Number(document.querySelector('.overview')?.dataset.rows) >= k, n, { timeout: 600000, polling: 5 });
+  const all = async (query) => {
+    const page = await freshPage('#view=overview', query);
+    const t0 = Date.now();
+    await page.setInputFiles('[data-testid=file-input]', files);
+    await rowsShown(page, files.length);
+    const ms = Date.now() - t0;
+    await page.close();
+    return ms;
+  };
+  console.log(`${files.length} files, ${(files.reduce((a, f) => a + fs.statSync(f).size, 0) / 1e6).toFixed(0)} MB, to a painted Files overview`);
+  const m = await alternate({
+    parallel_workers: () => all(''),
+    one_worker: () => all('?workers=1'),
+    one_after_another: async () => {
+      const page = await freshPage('#view=overview');
+      const t0 = Date.now();
+      for (const f of files) {
+        await page.setInputFiles('[data-testid=file-input]', f);
+        await page.waitForFunction((n) => document.getElementById('memlens')?.dataset.file === n && document.getElementById('memlens').dataset.state === 'ready', path.basename(f), { timeout: 600000, polling: 5 });
+      }
+      await rowsShown(page, files.length);
+      const ms = Date.now() - t0;
+      await page.close();
+      return ms;
+    },
+  });
+  console.log(`ratio parallel/one-after-another ${(m.parallel_workers / m.one_after_another).toFixed(2)}, parallel/one-worker ${(m.parallel_workers / m.one_worker).toFixed(2)}`);
   await context.close();
   server.close();
   process.exit(0);

@@ -1,6 +1,7 @@
-//! The page's side of the worker: starts it (from Trunk's loader shim, a relative URL, so the
-//! page works under any path prefix; or from the single-file page's `memlensHost`), queues
-//! messages until the worker's wasm is up, keeps track of what was asked (a layout once, the
+//! The page's side of the workers: starts them (from Trunk's loader shim, a relative URL, so
+//! the page works under any path prefix; or from the single-file page's `memlensHost`) through
+//! `crate::page::worker_pool` (files decoded in parallel, each request sent to its file's
+//! worker, a worker that dies replaced), keeps track of what was asked (a layout once, the
 //! state history's list once, one state at a time), and dispatches each reply, decoded by
 //! `crate::page::reply`, as a reducer action.
 //!
@@ -8,7 +9,7 @@
 //! (`connect-src 'self'`) governs it: a URL is fetched by the page and handed to the worker as a
 //! `Blob`, so the worker itself never touches the network.
 //!
-//! The worker is usually started before the app by the page's bootstrap (web/assets/boot.js,
+//! The first worker is usually started before the app by the page's bootstrap (web/assets/boot.js,
 //! single.js: `window.memlensEarlyWorker`), so that its wasm compiles while the app's does; the
 //! messages it sent before the app took it over are replayed here.
 //!
@@ -19,18 +20,17 @@
 
 use crate::page::app_state::{Action, AppState, IcicleKey, LayoutKey};
 use crate::page::reply::Reply;
+use crate::page::worker_pool::{Death, Hooks, Job, Pool};
 use crate::wire::clock::now_ms;
-use crate::wire::pack;
 use crate::wire::protocol::ToWorker;
-use gloo_events::EventListener;
 use js_sys::{Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, MessageEvent, Response, Worker};
+use web_sys::{Blob, Response, Worker};
 use yew::UseReducerDispatcher;
 
 /// A state request with no answer after this long is considered lost.
@@ -38,70 +38,6 @@ const STATE_TIMEOUT_MS: f64 = 10_000.0;
 
 /// Trunk writes this next to `index.html` (`data-loader-shim` on the worker link).
 pub const WORKER_URL: &str = "./memlens-worker_loader.js";
-
-/// The worker (replaced by a fresh one when it dies), the messages waiting for it to be ready,
-/// and the files it was handed.
-struct Port {
-    worker: RefCell<Worker>,
-    ready: Cell<bool>,
-    queue: RefCell<Vec<JsValue>>,
-    files: RefCell<HashMap<u32, Handed>>,
-    /// Files opened again in a new worker, whose `Loaded` the page already had; requests wait
-    /// in `held` until they are loaded there.
-    reopening: RefCell<HashSet<u32>>,
-    held: RefCell<Vec<JsValue>>,
-}
-
-/// A file handed to the worker: what it takes to open it again in a new worker.
-struct Handed {
-    name: String,
-    blob: Blob,
-    loaded: bool,
-}
-
-impl Port {
-    fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
-        let m = pack::message(msg, extra);
-        let opens = matches!(msg, ToWorker::Open { .. } | ToWorker::Cancel { .. });
-        if !opens && !self.reopening.borrow().is_empty() {
-            self.held.borrow_mut().push(m);
-        } else if !self.ready.get() {
-            self.queue.borrow_mut().push(m);
-        } else {
-            let _ = self.worker.borrow().post_message(&m);
-        }
-    }
-
-    /// A file opened again is loaded (or failed) in the new worker: once all are, the requests
-    /// held meanwhile go out.
-    fn reopened(&self, id: u32) -> bool {
-        let was = self.reopening.borrow_mut().remove(&id);
-        if was && self.reopening.borrow().is_empty() {
-            let worker = self.worker.borrow();
-            for m in self.held.borrow_mut().drain(..) {
-                let _ = worker.post_message(&m);
-            }
-        }
-        was
-    }
-
-    /// Hands a file to the worker (and keeps its blob, a reference to the file's bytes).
-    fn open(&self, id: u32, name: String, blob: Blob) {
-        self.send(
-            &ToWorker::Open {
-                id,
-                name: name.clone(),
-                state_first: state_view_shown(),
-                range: hash_value("range"),
-            },
-            &[("file", blob.clone().into())],
-        );
-        let loaded = false;
-        self.files
-            .borrow_mut()
-            .insert(id, Handed { name, blob, loaded });
-    }
-}
 
 /// `window.memlensHost`, if this is the single-file page.
 fn host() -> Option<JsValue> {
@@ -177,7 +113,7 @@ async fn await_blob(p: Promise) -> Result<Blob, String> {
 }
 
 pub struct Bridge {
-    port: Rc<Port>,
+    pool: Rc<Pool>,
     next_id: Cell<u32>,
     requested: Rc<RefCell<HashSet<LayoutKey>>>,
     /// When the state request in flight was sent (one at a time: the latest wanted waits).
@@ -193,129 +129,44 @@ pub struct Bridge {
     /// Files cancelled while their bytes were still being fetched.
     cancelled: Rc<RefCell<HashSet<u32>>>,
     dispatch: UseReducerDispatcher<AppState>,
-    replies: Rc<Replies>,
 }
 
-/// What the bridge's worker listeners act on.
+/// What the bridge does with the workers' replies and deaths.
 struct Replies {
-    port: Rc<Port>,
+    /// The page's drawing code was warmed up (on the first worker's warm-up layout).
+    warmed: Cell<bool>,
     requested: Rc<RefCell<HashSet<LayoutKey>>>,
     state_sent_ms: Rc<Cell<Option<f64>>>,
     dispatch: UseReducerDispatcher<AppState>,
-    /// The listeners on the current worker.
-    listeners: RefCell<Vec<EventListener>>,
-}
-
-/// Listens to `worker`'s messages and to its death (an uncaught error: a wasm trap, which is
-/// what running out of memory is in wasm, or a bug).
-fn attach(replies: &Rc<Replies>, worker: &Worker) {
-    let weak = Rc::downgrade(replies);
-    let on_message = EventListener::new(worker, "message", move |ev| {
-        if let (Some(r), Some(ev)) = (weak.upgrade(), ev.dyn_ref::<MessageEvent>()) {
-            r.on_message(&ev.data());
-        }
-    });
-    let weak = Rc::downgrade(replies);
-    let options = gloo_events::EventListenerOptions::enable_prevent_default();
-    let on_error = EventListener::new_with_options(worker, "error", options, move |ev| {
-        // Handled here: the page reports it in its banner, not as an uncaught error.
-        ev.prevent_default();
-        let why = ev
-            .dyn_ref::<web_sys::ErrorEvent>()
-            .map(|e| e.message())
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| "no message".into());
-        if let Some(r) = weak.upgrade() {
-            r.restart(&why);
-        }
-    });
-    *replies.listeners.borrow_mut() = vec![on_message, on_error];
 }
 
 impl Replies {
-    /// The worker died: files it was reading fail with the reason, a new worker starts, and the
-    /// files it had loaded are opened again there (the page keeps showing them meanwhile).
-    fn restart(self: &Rc<Self>, why: &str) {
-        web_sys::console::warn_1(&format!("memlens: the decoding worker died: {why}").into());
-        self.port.worker.borrow().terminate();
-        self.listeners.borrow_mut().clear();
-        let lost: Vec<u32> = {
-            let mut files = self.port.files.borrow_mut();
-            let lost: Vec<u32> = files
-                .iter()
-                .filter(|(_, f)| !f.loaded)
-                .map(|(&id, _)| id)
-                .collect();
-            files.retain(|_, f| f.loaded);
-            lost
-        };
-        let message = format!("the decoding worker stopped ({why}); most often this file needs more memory than a browser tab can give: write part of it with `memlens slice FILE --last N -o part.pickle` and open that, or use the CLI; the viewer restarted the worker");
-        for id in lost {
+    /// A worker died: the files it was decoding fail with the reason; what was asked about the
+    /// files it had loaded (opened again in its successor) is asked again when wanted.
+    fn died(&self, death: Death) {
+        let message = format!("the decoding worker stopped ({}); most often this file needs more memory than a browser tab can give: write part of it with `memlens slice FILE --last N -o part.pickle` and open that, or use the CLI; the viewer restarted the worker", death.why);
+        for &id in &death.failed {
             self.dispatch.dispatch(Action::Failed {
                 id,
                 message: message.clone(),
             });
         }
-        self.port.ready.set(false);
-        self.port.queue.borrow_mut().clear();
-        self.port.held.borrow_mut().clear();
-        self.state_sent_ms.set(None);
-        self.requested.borrow_mut().clear();
-        // A fresh worker (the early one was taken at start): no messages yet.
-        let worker = match start_worker() {
-            Ok((w, _)) => w,
-            Err(e) => {
-                web_sys::console::error_1(&e.into());
-                return;
-            }
-        };
-        *self.port.worker.borrow_mut() = worker.clone();
-        attach(self, &worker);
-        let again: Vec<(u32, String, Blob)> = self
-            .port
-            .files
-            .borrow_mut()
-            .drain()
-            .map(|(id, f)| (id, f.name, f.blob))
+        let gone: HashSet<u32> = death
+            .failed
+            .iter()
+            .chain(&death.reopened)
+            .copied()
             .collect();
-        for (id, name, blob) in again {
-            self.port.reopening.borrow_mut().insert(id);
-            self.port.open(id, name, blob);
-        }
+        self.requested
+            .borrow_mut()
+            .retain(|k| !gone.contains(&k.file));
+        self.state_sent_ms.set(None);
     }
 
-    fn on_message(&self, data: &JsValue) {
-        let reply = match Reply::decode(data) {
-            Ok(r) => r,
-            Err(e) => {
-                web_sys::console::error_1(&e.into());
-                return;
-            }
-        };
+    fn on_reply(&self, reply: Reply) {
         match &reply {
-            Reply::Ready => {
-                self.port.ready.set(true);
-                let worker = self.port.worker.borrow();
-                for m in self.port.queue.borrow_mut().drain(..) {
-                    let _ = worker.post_message(&m);
-                }
-            }
-            Reply::WarmUpLayout(l) => crate::page::canvas::warm_up(l),
-            Reply::Failed { id, .. } => {
-                self.port.files.borrow_mut().remove(id);
-                self.port.reopened(*id);
-            }
-            Reply::Loaded { id, .. } if self.port.reopened(*id) => {
-                // Opened again in a new worker: the page has it already.
-                if let Some(f) = self.port.files.borrow_mut().get_mut(id) {
-                    f.loaded = true;
-                }
-                return;
-            }
+            Reply::WarmUpLayout(l) if !self.warmed.replace(true) => crate::page::canvas::warm_up(l),
             Reply::Loaded { id, info } => {
-                if let Some(f) = self.port.files.borrow_mut().get_mut(id) {
-                    f.loaded = true;
-                }
                 // The worker sends the default layout unasked (unless the page opened on the
                 // state view, which asks for it).
                 if let Some(dev) = info.default_device.filter(|_| info.layout_follows) {
@@ -385,31 +236,22 @@ fn start_worker() -> Result<(Worker, Vec<JsValue>), String> {
 
 impl Bridge {
     pub fn new(dispatch: UseReducerDispatcher<AppState>) -> Result<Bridge, String> {
-        let (worker, early) = start_worker()?;
-        let port = Rc::new(Port {
-            worker: RefCell::new(worker.clone()),
-            ready: Cell::new(false),
-            queue: RefCell::new(Vec::new()),
-            files: RefCell::default(),
-            reopening: RefCell::default(),
-            held: RefCell::default(),
-        });
         let requested: Rc<RefCell<HashSet<LayoutKey>>> = Rc::default();
         let state_sent_ms: Rc<Cell<Option<f64>>> = Rc::default();
         let replies = Rc::new(Replies {
-            port: port.clone(),
+            warmed: Cell::new(false),
             requested: requested.clone(),
             state_sent_ms: state_sent_ms.clone(),
             dispatch: dispatch.clone(),
-            listeners: RefCell::default(),
         });
-        attach(&replies, &worker);
-        // What a worker started before the app said meanwhile (its `Ready`, the warm-up).
-        for m in early {
-            replies.on_message(&m);
-        }
+        let r = replies.clone();
+        let hooks = Hooks {
+            reply: Box::new(move |reply| replies.on_reply(reply)),
+            death: Box::new(move |death| r.died(death)),
+        };
+        let pool = Pool::new(start_worker, hooks)?;
         Ok(Bridge {
-            port,
+            pool,
             next_id: Cell::new(1),
             requested,
             state_sent_ms,
@@ -419,12 +261,11 @@ impl Bridge {
             between_asked: Cell::default(),
             cancelled: Rc::default(),
             dispatch,
-            replies,
         })
     }
 
     fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
-        self.port.send(msg, extra);
+        self.pool.send(msg, extra);
     }
 
     fn new_id(&self) -> u32 {
@@ -442,7 +283,7 @@ impl Bridge {
             at_ms: now_ms(),
             size_bytes: file.size(),
         });
-        self.port.open(id, name, file.into());
+        self.pool.open(job(id, name, file.into()));
     }
 
     /// Shows `name` as loading at once, then hands the worker the blob once `bytes` gives it
@@ -459,8 +300,8 @@ impl Bridge {
             at_ms: now_ms(),
             size_bytes: 0.0,
         });
-        let (port, cancelled, dispatch, name) = (
-            self.port.clone(),
+        let (pool, cancelled, dispatch, name) = (
+            self.pool.clone(),
             self.cancelled.clone(),
             self.dispatch.clone(),
             name.to_string(),
@@ -471,7 +312,7 @@ impl Bridge {
                 return;
             }
             match r {
-                Ok(blob) => port.open(id, name, blob),
+                Ok(blob) => pool.open(job(id, name, blob)),
                 Err(message) => dispatch.dispatch(Action::Failed { id, message }),
             }
         });
@@ -511,7 +352,6 @@ impl Bridge {
 
     pub fn cancel(&self, id: u32) {
         self.cancelled.borrow_mut().insert(id);
-        self.port.files.borrow_mut().remove(&id);
         self.send(&ToWorker::Cancel { id }, &[]);
         self.dispatch.dispatch(Action::Cancelled { id });
     }
@@ -625,11 +465,15 @@ impl Bridge {
     }
 }
 
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        self.replies.listeners.borrow_mut().clear();
-        self.port.worker.borrow().terminate();
-    }
+/// The job of decoding file `id` (with the page's `#range=` and whether it shows the state view).
+fn job(id: u32, name: String, blob: Blob) -> Job {
+    let open = ToWorker::Open {
+        id,
+        name,
+        state_first: state_view_shown(),
+        range: hash_value("range"),
+    };
+    Job { id, open, blob }
 }
 
 /// Whether the page shows the Allocator State History (the URL hash holds the view).

@@ -27,3 +27,4 @@ pub mod theme;
 pub mod timeline;
 pub mod timeline_options;
 pub mod view_options;
+pub mod worker_pool;

@@ -112,6 +112,27 @@ pub enum ToWorker {
     },
 }
 
+impl ToWorker {
+    /// The file a request is about (the page sends it to that file's worker).
+    pub fn file(&self) -> u32 {
+        match self {
+            ToWorker::Open { id, .. }
+            | ToWorker::Cancel { id }
+            | ToWorker::Close { id }
+            | ToWorker::Layout { id, .. }
+            | ToWorker::Context { id, .. }
+            | ToWorker::StateEvents { id, .. }
+            | ToWorker::StateAt { id, .. }
+            | ToWorker::Diagnose { id, .. }
+            | ToWorker::Icicle { id, .. }
+            | ToWorker::Between { id, .. }
+            | ToWorker::Colours { id, .. }
+            | ToWorker::Search { id, .. } => *id,
+            ToWorker::PeakGroups { side } | ToWorker::MomentGroups { side, .. } => side.file,
+        }
+    }
+}
+
 /// One side of a comparison: a device of an open file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CompareSide {
