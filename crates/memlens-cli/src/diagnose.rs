@@ -157,13 +157,14 @@ fn between(
                 d.to_bytes as i64 - d.from_bytes as i64
             );
             for c in d.by_frame.iter().take(ROWS) {
-                let sign = if c.change_bytes < 0 { "-" } else { "+" };
-                let _ = writeln!(
-                    t,
-                    "  {sign}{:>10}  {}",
-                    human(c.change_bytes.unsigned_abs()),
-                    c.frame
-                );
+                let _ = writeln!(t, "  {}  {}", signed(c.change_bytes), c.frame);
+            }
+            if !d.by_stack.is_empty() {
+                let _ = writeln!(t, "  by stack (innermost frame first):");
+            }
+            for c in d.by_stack.iter().take(ROWS) {
+                let _ = writeln!(t, "  {}  {}", signed(c.change_bytes), c.frame);
+                let _ = writeln!(t, "              {}", stack_line(&c.frames));
             }
         }
         t
@@ -353,5 +354,26 @@ fn leaks_text(t: &mut String, d: &DeviceDiagnosis) {
             l.allocations,
             l.frame
         );
+    }
+}
+
+/// A change of bytes as `+   1.2 MiB` / `-   1.2 MiB`.
+fn signed(change_bytes: i64) -> String {
+    let sign = if change_bytes < 0 { "-" } else { "+" };
+    format!("{sign}{:>10}", human(change_bytes.unsigned_abs()))
+}
+
+/// Frames shown of a stack in `--between`'s text (the JSON has all).
+const STACK_FRAMES: usize = 4;
+
+/// A stack on one line: its first [`STACK_FRAMES`] frames, and how many more.
+fn stack_line(frames: &[String]) -> String {
+    if frames.is_empty() {
+        return "(no stack)".into();
+    }
+    let shown = frames[..frames.len().min(STACK_FRAMES)].join(" < ");
+    match frames.len().saturating_sub(STACK_FRAMES) {
+        0 => shown,
+        more => format!("{shown} < … {more} more"),
     }
 }

@@ -4,13 +4,15 @@
 //! missing on one side counts as empty there; two devices of one snapshot compare the same way
 //! ([`compare_device_peaks`]). Only the allocation table is read (no state history), so it
 //! costs about two `device_stats`. The same by user frame at any two moments: of two
-//! snapshots ([`compare_moments`], the Compare view's cursor) or of one device ([`between`]).
+//! snapshots ([`compare_moments`], the Compare view's cursor) or of one device ([`between`],
+//! also by full stack: [`super::stack_change`]).
 //! Each side's groups ([`peak_groups`], [`moment_groups`]) are computed apart and combined
 //! ([`combine_peaks`], [`combine_moments`]), so two snapshots need not sit in one process (the
 //! page decodes files in several workers).
 
 use super::alive::{alive_at, Alive};
 use super::ledger::Classifier;
+pub use super::stack_change::{stack_changes, StackChange, TOP_STACK_CHANGES};
 use crate::model::Snapshot;
 use crate::replay::{replay_device, EventIdx};
 use serde::{Deserialize, Serialize};
@@ -256,8 +258,8 @@ pub fn compare_moments(
 }
 
 /// What grew between two moments of one device: live bytes after `from` and after `to`, and the
-/// net change by user frame (allocations born in between and still alive at `to` count up,
-/// those alive at `from` and freed in between count down).
+/// net change by user frame and by full stack (allocations born in between and still alive at
+/// `to` count up, those alive at `from` and freed in between count down).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Between {
     pub device: u32,
@@ -267,6 +269,9 @@ pub struct Between {
     pub to_bytes: u64,
     /// Frames whose live bytes changed, by absolute change (then frame).
     pub by_frame: Vec<Change>,
+    /// The [`TOP_STACK_CHANGES`] stacks whose live bytes changed most, by absolute change
+    /// (then frames, then user frame).
+    pub by_stack: Vec<StackChange>,
 }
 
 /// [`Between`] for one device of a snapshot, over its allocation table.
@@ -284,5 +289,6 @@ pub fn between(
         from_bytes: m.a.allocated_bytes,
         to_bytes: m.b.allocated_bytes,
         by_frame: m.by_frame,
+        by_stack: stack_changes(s, replay, from, to, Some(TOP_STACK_CHANGES)),
     }
 }

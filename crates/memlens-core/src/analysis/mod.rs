@@ -18,6 +18,7 @@ pub mod frames;
 pub mod icicle;
 pub mod ledger;
 pub mod pending;
+pub mod stack_change;
 pub mod steps;
 pub mod verdict;
 

@@ -138,6 +138,20 @@ fn what_grew_between_two_moments_sums_to_the_change_of_the_live_total() {
             let b = super::compare::between(&snap, &replay, None, last);
             let net: i64 = b.by_frame.iter().map(|c| c.change_bytes).sum();
             assert_eq!(net, b.to_bytes as i64 - b.from_bytes as i64, "{name}");
+            // By full stack: every changed stack sums to the same change, each within its frame.
+            let all = super::stack_change::stack_changes(&snap, &replay, None, last, None);
+            let net: i64 = all.iter().map(|c| c.change_bytes).sum();
+            assert_eq!(net, b.to_bytes as i64 - b.from_bytes as i64, "{name}");
+            for f in &b.by_frame {
+                let in_frame: i64 = all
+                    .iter()
+                    .filter(|c| c.frame == f.frame)
+                    .map(|c| c.change_bytes)
+                    .sum();
+                assert_eq!(in_frame, f.change_bytes, "{name}: {}", f.frame);
+            }
+            let top = super::compare::TOP_STACK_CHANGES.min(all.len());
+            assert_eq!(b.by_stack, all[..top], "{name}");
             assert_eq!(
                 b.to_bytes,
                 replay.live_bytes_at(super::alive::event_arg(last)),
