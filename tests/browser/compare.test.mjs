@@ -222,6 +222,9 @@ test('a range selected on a fixture lists exactly the reference growth (between_
   assert.ok(ref.by_frame.length > 1, `the reference finds growth in ${g.from}..${g.to}`);
   assert.deepEqual(rows, ref.by_frame.map((c) => ({ frame: c.frame, change: c.change_bytes })), 'every row, exactly the reference');
   assert.equal(g.net, ref.to_bytes - ref.from_bytes);
+  const stacks = await page.$$eval('tr[data-testid=grew-stack-row]', (rs) => rs.map((r) => ({ frame: r.dataset.frame, frames: r.dataset.frames ? r.dataset.frames.split('\n') : [], change: Number(r.dataset.change) })));
+  assert.ok(stacks.length > 0, 'the panel lists stacks');
+  assert.deepEqual(stacks, ref.by_stack.slice(0, 10).map((c) => ({ frame: c.frame, frames: c.frames, change: c.change_bytes })), 'by stack: exactly the reference');
   const cli = JSON.parse(memlens(['diagnose', '--json', '--between', String(g.from), String(g.to), file])).devices[0];
   assert.deepEqual(cli.by_frame.map((c) => ({ frame: c.frame, change: c.change_bytes })), rows, 'and the CLI agrees');
 });

@@ -1,8 +1,10 @@
 //! Under a zoomed timeline: what grew between the window's ends — the net change of live bytes
-//! by user frame (core's `analysis::compare::between`), largest first; a frame row searches
-//! its bands. Shown on the event-index axis (the window's ends are events there).
+//! by user frame and by full stack (core's `analysis::compare::between`), largest first; a row
+//! searches its user frame's bands. Shown on the event-index axis (the window's ends are events
+//! there).
 
 use crate::page::app_state::{Action, AppState};
+use memlens_core::analysis::compare::StackChange;
 use memlens_core::analysis::verdict::human;
 use yew::prelude::*;
 
@@ -45,6 +47,46 @@ pub fn panel(state: &UseReducerHandle<AppState>) -> Html {
                     }) }
                 </tbody>
             </table>
+            if !b.by_stack.is_empty() {
+                <h4>{ "By stack (innermost frame first)" }</h4>
+                <table class="diag-table">
+                    <tbody>
+                        { for b.by_stack.iter().take(ROWS).map(|c| stack_row(state, c)) }
+                    </tbody>
+                </table>
+            }
         </section>
+    }
+}
+
+/// Frames of a stack shown in its row (all of them in its tooltip).
+const STACK_FRAMES: usize = 4;
+
+fn stack_row(state: &UseReducerHandle<AppState>, c: &StackChange) -> Html {
+    let s = state.clone();
+    let frame = c.frame.clone();
+    let clickable = !frame.starts_with('(');
+    let onclick = clickable.then(|| {
+        Callback::from(move |_: MouseEvent| {
+            s.dispatch(Action::SetSearch {
+                address: String::new(),
+                frame: frame.clone(),
+            })
+        })
+    });
+    let mut shown = c.frames[..c.frames.len().min(STACK_FRAMES)].join(" ‹ ");
+    if c.frames.len() > STACK_FRAMES {
+        shown += &format!(" ‹ … {} more", c.frames.len() - STACK_FRAMES);
+    }
+    let sign = if c.change_bytes < 0 { "−" } else { "+" };
+    html! {
+        <tr data-testid="grew-stack-row" data-frame={c.frame.clone()} data-frames={c.frames.join("\n")}
+            data-change={c.change_bytes.to_string()} title={c.frames.join("\n")}
+            class={classes!(clickable.then_some("clickable"))} {onclick}>
+            <td class="num">{ format!("{sign}{}", human(c.change_bytes.unsigned_abs())) }</td>
+            <td class="num">{ human(c.a_bytes) }</td>
+            <td class="num">{ human(c.b_bytes) }</td>
+            <td class="frame">{ &c.frame }<div class="muted small">{ shown }</div></td>
+        </tr>
     }
 }

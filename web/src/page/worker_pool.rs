@@ -6,6 +6,8 @@
 //! sets another limit). The worker that decoded a file keeps its model and answers every later
 //! request about it: a message goes to the worker of the file it names (`ToWorker::file`).
 //!
+//! A second worker starts as soon as the first is warm while the page is idle (`Pool::spare`).
+//!
 //! A worker that dies (an uncaught error: a wasm trap, which is what running out of memory is in
 //! wasm, or a bug) is replaced where it stood: the file it was decoding fails (only that one:
 //! a worker decodes one file at a time, so the file that killed it is known), the files it had
@@ -251,6 +253,7 @@ impl Pool {
         let port = self.port(i);
         match &reply {
             Reply::Ready => port.set_ready(),
+            Reply::WarmUpLayout(_) => self.spare(),
             Reply::Loaded { id, .. } => {
                 if let Some(f) = port.files.borrow_mut().get_mut(id) {
                     f.1 = true;
@@ -274,6 +277,23 @@ impl Pool {
             _ => {}
         }
         (self.hooks.reply)(reply);
+    }
+
+    /// Once the first worker is warm and the page idle, a second worker starts (when the cap
+    /// allows), so that files chosen together do not wait for a worker's start: its wasm
+    /// compile and warm-up, about as long as a small file's whole decode.
+    fn spare(&self) {
+        let idle = self.jobs.borrow().is_empty()
+            && self
+                .ports
+                .borrow()
+                .iter()
+                .all(|p| p.decoding.get().is_none());
+        if idle && self.workers() == 1 && self.cap > 1 {
+            if let Err(e) = self.spawn() {
+                web_sys::console::error_1(&e.into());
+            }
+        }
     }
 
     /// Port `i`'s worker died: the file it was decoding fails, a new worker starts in its
