@@ -66,12 +66,8 @@ fn replay_part(out: &mut String, s: &Snapshot, device: u32) {
 
 /// Row/pool columns hold `u32::MAX` for "none" today; written as `-` so an `Option` column
 /// digests the same.
-fn row(v: u32) -> String {
-    if v == u32::MAX {
-        "-".into()
-    } else {
-        v.to_string()
-    }
+fn row(v: Option<u32>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 fn layout_part(out: &mut String, l: &TimelineLayout, name: &str) {
@@ -83,12 +79,12 @@ fn layout_part(out: &mut String, l: &TimelineLayout, name: &str) {
         h.add(e.version[i]);
         h.add(e.start_x[i]);
         h.add(e.end_x[i]);
-        h.add(row(e.alloc_row[i]));
-        h.add(row(e.free_row[i]));
+        h.add(row(e.alloc_row.get(i)));
+        h.add(row(e.free_row.get(i)));
         h.add(e.stream[i]);
         h.add(e.kind[i].code());
         h.add(e.stack[i]);
-        h.add(row(e.pool[i]));
+        h.add(row(e.pool.get(i)));
     }
     let mut p = Fnv::new();
     for i in 0..e.len() {

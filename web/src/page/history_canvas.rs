@@ -1,25 +1,17 @@
-//! The Allocator State History's segment map: where each segment and block of one state goes
-//! (a pure placement in "map pixels", hit-testable), and its drawing on a canvas.
+//! The Allocator State History's segment map drawn on a canvas: core's placement
+//! ([`memlens_core::state::map`]: segments grouped by pool and stream, packed into rows of a
+//! power-of-two number of bytes, hit-testable) painted with zoom/pan. Blocks are drawn inside
+//! their segment: allocated blocks in a colour per allocation, pending-free blocks red, the
+//! rounding waste at the end of each block light red, free blocks (holes) white.
 //!
-//! Segments are grouped by (pool, stream): the default pool first, then private pools, then
-//! segments whose pool is unknown. Inside a group they are packed into rows of a fixed number
-//! of bytes (a power of two, chosen so the device's peak reserved memory fits the canvas), the
-//! largest first as upstream does; a segment longer than a row wraps over several rows, so
-//! every byte gets the same area. Blocks are drawn inside their segment: allocated blocks in a
-//! colour per allocation, pending-free blocks red, the rounding waste at the end of each block
-//! light red, free blocks (holes) white.
+//! The placement's names are re-exported here for the history view, which draws through this
+//! module.
 
 use crate::wire::history::StateFrame;
-use memlens_core::layout::axis::format_bytes;
 use memlens_core::model::BlockState;
+use memlens_core::state::map::{block_colour_index, Piece, HEADER_H, ROW_H};
+pub use memlens_core::state::map::{fit, Hit, MapGeometry, Transform, PAD};
 use web_sys::HtmlCanvasElement;
-
-/// Space above each group for its header, below each row, and around the map (CSS pixels).
-pub const HEADER_H: f64 = 18.0;
-pub const ROW_H: f64 = 16.0;
-pub const ROW_GAP: f64 = 3.0;
-pub const PAD: f64 = 8.0;
-pub const GROUP_GAP: f64 = 6.0;
 
 /// Allocation colours: upstream's tableau10 without its reds and pink (red marks pending frees
 /// and rounding waste here).
@@ -29,261 +21,10 @@ pub const BLOCK_COLOURS: [&str; 8] = [
 pub const PENDING_COLOUR: &str = "#d62728";
 pub const WASTE_COLOUR: &str = "#ff9896";
 
-/// One row-slice of a segment.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Piece {
-    pub seg: u32,
-    pub y: f64,
-    pub x0: f64,
-    pub x1: f64,
-    /// Offset in the segment of the slice's first byte.
-    pub byte0: u64,
-    pub bytes: u64,
-}
-
-/// A (pool, stream) group's header.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Group {
-    pub y: f64,
-    pub label: String,
-}
-
-/// Where everything of one state goes, in map pixels (before zoom and pan).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MapGeometry {
-    pub bytes_per_row: u64,
-    pub width_px: f64,
-    pub height_px: f64,
-    pub groups: Vec<Group>,
-    /// Sorted by (y, x0).
-    pub pieces: Vec<Piece>,
-}
-
-fn pool_label(pool: Option<(i64, i64)>) -> String {
-    match pool {
-        Some((0, 0)) => "default pool".to_string(),
-        Some((a, b)) => format!("private pool ({a}, {b})"),
-        None => "pool unknown".to_string(),
-    }
-}
-
-/// A segment's group: (pool rank, pool id, stream).
-type GroupKey = (u8, (i64, i64), u64);
-
-/// Segment order: groups by (pool, stream) with the default pool first and unknown pools
-/// last, then the largest segment first, then by address.
-fn segment_order(f: &StateFrame) -> Vec<(usize, GroupKey)> {
-    let mut order: Vec<(usize, GroupKey)> = (0..f.segments())
-        .map(|k| {
-            let pool = f.columns.segment_pool_id.get(k).copied().flatten();
-            let rank = match pool {
-                Some((0, 0)) => 0u8,
-                Some(_) => 1,
-                None => 2,
-            };
-            let stream = f.columns.segment_stream.get(k).copied().unwrap_or(0);
-            (k, (rank, pool.unwrap_or((0, 0)), stream))
-        })
-        .collect();
-    order.sort_by(|(a, ga), (b, gb)| {
-        ga.cmp(gb)
-            .then_with(|| {
-                let sa = f.columns.segment_size_bytes.get(*a).copied().unwrap_or(0);
-                let sb = f.columns.segment_size_bytes.get(*b).copied().unwrap_or(0);
-                sb.cmp(&sa)
-            })
-            .then_with(|| a.cmp(b))
-    });
-    order
-}
-
-/// Places the state's segments into rows of `bytes_per_row` bytes, `width_px` wide.
-pub fn place(f: &StateFrame, bytes_per_row: u64, width_px: f64) -> MapGeometry {
-    let bpr = bytes_per_row.max(1);
-    let px_per_byte = width_px / bpr as f64;
-    let gap = (bpr / 128).max(1);
-    let mut groups = Vec::new();
-    let mut pieces = Vec::new();
-    let mut y = PAD;
-    let order = segment_order(f);
-    let mut i = 0;
-    while i < order.len() {
-        let Some(&(_, g)) = order.get(i) else { break };
-        let members: Vec<usize> = order
-            .iter()
-            .skip(i)
-            .take_while(|(_, x)| *x == g)
-            .map(|(k, _)| *k)
-            .collect();
-        i += members.len();
-        let reserved: u64 = members
-            .iter()
-            .map(|&k| f.columns.segment_size_bytes.get(k).copied().unwrap_or(0))
-            .sum();
-        let free: u64 = members
-            .iter()
-            .flat_map(|&k| f.blocks_of(k))
-            .filter(|&b| f.block_state(b) == BlockState::Inactive)
-            .map(|b| f.columns.block_size_bytes.get(b).copied().unwrap_or(0))
-            .sum();
-        let pool = (g.0 != 2).then_some(g.1);
-        groups.push(Group {
-            y,
-            label: format!(
-                "{} · stream {} · {} segment{} · {} reserved, {} free",
-                pool_label(pool),
-                g.2,
-                members.len(),
-                if members.len() == 1 { "" } else { "s" },
-                format_bytes(reserved as f64),
-                format_bytes(free as f64)
-            ),
-        });
-        y += HEADER_H;
-        let (mut row, mut off) = (0u64, 0u64);
-        let mut rows_used = 0u64;
-        for &k in &members {
-            let size = f.columns.segment_size_bytes.get(k).copied().unwrap_or(0);
-            if off > 0 && (off + size > bpr) {
-                row += 1;
-                off = 0;
-            }
-            let mut left = size;
-            let mut byte0 = 0u64;
-            loop {
-                let take = left.min(bpr - off);
-                pieces.push(Piece {
-                    seg: k as u32,
-                    y: y + row as f64 * (ROW_H + ROW_GAP),
-                    x0: PAD + off as f64 * px_per_byte,
-                    x1: PAD + (off + take) as f64 * px_per_byte,
-                    byte0,
-                    bytes: take,
-                });
-                rows_used = rows_used.max(row + 1);
-                left -= take;
-                byte0 += take;
-                off += take;
-                if left == 0 {
-                    break;
-                }
-                row += 1;
-                off = 0;
-            }
-            off += gap;
-            if off >= bpr {
-                row += 1;
-                off = 0;
-            }
-        }
-        y += rows_used as f64 * (ROW_H + ROW_GAP) + GROUP_GAP;
-    }
-    pieces.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.x0.total_cmp(&b.x0)));
-    MapGeometry {
-        bytes_per_row: bpr,
-        width_px: width_px + 2.0 * PAD,
-        height_px: y + PAD,
-        groups,
-        pieces,
-    }
-}
-
-/// The smallest power-of-two row size whose placement fits `height_px`, starting from what
-/// `peak_reserved` needs (so the scale stays put while stepping through a trace).
-pub fn fit(f: &StateFrame, peak_reserved: u64, width_px: f64, height_px: f64) -> MapGeometry {
-    let usable = (height_px - 2.0 * PAD).max(ROW_H);
-    let rows = ((usable / (ROW_H + ROW_GAP)).floor() as u64).max(1);
-    let reserved: u64 = f.columns.segment_size_bytes.iter().sum();
-    let need = peak_reserved.max(reserved).max(1);
-    let mut bpr = (need / rows).max(1 << 20).next_power_of_two();
-    let mut g = place(f, bpr, width_px);
-    let mut tries = 0;
-    while g.height_px > height_px && tries < 24 {
-        bpr = bpr.saturating_mul(2);
-        g = place(f, bpr, width_px);
-        tries += 1;
-    }
-    g
-}
-
-/// Zoom and pan: screen x = map x · k + tx, screen y = map y + ty. Only the byte axis zooms
-/// (rows keep their height, so every row stays in view while a 512-byte block is widened to
-/// pixels); `k` goes up to 2^16.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Transform {
-    pub k: f64,
-    pub tx: f64,
-    pub ty: f64,
-}
-
-impl Default for Transform {
-    fn default() -> Self {
-        Transform {
-            k: 1.0,
-            tx: 0.0,
-            ty: 0.0,
-        }
-    }
-}
-
-impl Transform {
-    pub const MAX_ZOOM: f64 = 65536.0;
-
-    pub fn to_map(&self, sx: f64, sy: f64) -> (f64, f64) {
-        ((sx - self.tx) / self.k, sy - self.ty)
-    }
-
-    /// Zooms the byte axis by `factor` keeping the map point under `sx` in place.
-    pub fn zoom_at(&self, sx: f64, factor: f64) -> Transform {
-        let k = (self.k * factor).clamp(1.0, Transform::MAX_ZOOM);
-        let (mx, _) = self.to_map(sx, 0.0);
-        Transform {
-            k,
-            tx: sx - mx * k,
-            ty: self.ty,
-        }
-    }
-}
-
-/// What is under a point of the map.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hit {
-    pub seg: usize,
-    /// The block under the point, if the point is inside the segment's bytes.
-    pub block: Option<usize>,
-    pub addr: u64,
-}
-
-impl MapGeometry {
-    /// The segment slice and block at map point (mx, my).
-    pub fn hit(&self, f: &StateFrame, mx: f64, my: f64) -> Option<Hit> {
-        let first = self.pieces.partition_point(|p| p.y + ROW_H < my);
-        let p = self
-            .pieces
-            .get(first..)?
-            .iter()
-            .take_while(|p| p.y <= my)
-            .find(|p| my <= p.y + ROW_H && mx >= p.x0 && mx < p.x1.max(p.x0 + 1.0))?;
-        let seg = p.seg as usize;
-        let w = (p.x1 - p.x0).max(1e-9);
-        let frac = ((mx - p.x0) / w).clamp(0.0, 1.0);
-        let off = p.byte0 + ((p.bytes as f64 * frac) as u64).min(p.bytes.saturating_sub(1));
-        let addr = f.columns.segment_address.get(seg)?.saturating_add(off);
-        let block = f.block_at(addr).filter(|b| f.blocks_of(seg).contains(b));
-        Some(Hit { seg, block, addr })
-    }
-}
-
 /// Colour of an allocation (stable for the same block and alloc event).
-pub fn block_colour(addr: u64, alloc_event: u32) -> &'static str {
-    let mut h = addr ^ (u64::from(alloc_event)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    h ^= h >> 29;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 32;
-    BLOCK_COLOURS
-        .get((h % BLOCK_COLOURS.len() as u64) as usize)
-        .copied()
-        .unwrap_or("#4e79a7")
+pub fn block_colour(addr: u64, alloc_event: Option<u32>) -> &'static str {
+    let i = block_colour_index(addr, alloc_event, BLOCK_COLOURS.len());
+    BLOCK_COLOURS.get(i).copied().unwrap_or("#4e79a7")
 }
 
 /// Size of the canvas's CSS box.
@@ -406,14 +147,7 @@ pub fn draw(
                 let colour = if state == BlockState::ActivePendingFree {
                     PENDING_COLOUR
                 } else {
-                    block_colour(
-                        ba,
-                        f.columns
-                            .block_alloc_event
-                            .get(b)
-                            .copied()
-                            .unwrap_or(u32::MAX),
-                    )
+                    block_colour(ba, f.columns.block_alloc_event.get(b).copied().flatten())
                 };
                 push(colour, [x0, y, bw, ph]);
                 // Rounding waste: the bytes past the request, at the block's end.
@@ -473,7 +207,3 @@ pub fn draw(
     }
     slices
 }
-
-#[cfg(test)]
-#[path = "history_tests.rs"]
-mod tests;

@@ -324,13 +324,7 @@ fn tooltip_text(f: &StateFrame, hit: &Hit) -> String {
                 .get(b)
                 .copied()
                 .unwrap_or(size);
-            let ev = f
-                .columns
-                .block_alloc_event
-                .get(b)
-                .copied()
-                // `u32::MAX`: not recorded (see `StateColumns::block_alloc_event`).
-                .filter(|&ev| ev != u32::MAX);
+            let ev = f.columns.block_alloc_event.get(b).copied().flatten();
             let when = match ev {
                 Some(ev) => format!("allocated at event {ev}"),
                 None => "allocated before the trace (or its alloc is not recorded)".to_string(),

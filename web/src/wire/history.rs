@@ -5,7 +5,6 @@
 //! element (band) a block or an event belongs to.
 
 use memlens_core::layout::TimelineLayout;
-use memlens_core::model::BlockState;
 use memlens_core::state::events::EventList;
 use memlens_core::state::{State, StateColumns, StateNumbers};
 use memlens_core::trace::Action;
@@ -95,36 +94,13 @@ impl StateFrame {
             ..StateFrame::default()
         }
     }
+}
 
-    pub fn segments(&self) -> usize {
-        self.columns.segment_address.len()
-    }
-
-    /// Block index range of segment `k`.
-    pub fn blocks_of(&self, k: usize) -> std::ops::Range<usize> {
-        self.columns
-            .segment_blocks
-            .get(k)
-            .map_or(0..0, |r| r.start as usize..r.end as usize)
-    }
-
-    pub fn block_state(&self, b: usize) -> BlockState {
-        self.columns
-            .block_state
-            .get(b)
-            .copied()
-            .unwrap_or(BlockState::Unknown)
-    }
-
-    /// The block containing `addr`, if any.
-    pub fn block_at(&self, addr: u64) -> Option<usize> {
-        let c = &self.columns;
-        let k = c
-            .block_address
-            .partition_point(|&a| a <= addr)
-            .checked_sub(1)?;
-        let (a, s) = (*c.block_address.get(k)?, *c.block_size_bytes.get(k)?);
-        (addr < a.saturating_add(s)).then_some(k)
+/// Reads as its columns, so views call the columns' own lookups (`blocks_of`, `block_at`, …).
+impl std::ops::Deref for StateFrame {
+    type Target = StateColumns;
+    fn deref(&self) -> &StateColumns {
+        &self.columns
     }
 }
 
@@ -211,3 +187,7 @@ pub fn element_of_event(
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

@@ -141,6 +141,12 @@ impl OptU32Column {
         self.0.push(v.unwrap_or(Self::NONE));
     }
     /// The value at `i`; `None` where it has none (or past the end).
+    /// Sets the value at `i`, if `i` is inside the column.
+    pub fn set(&mut self, i: usize, v: Option<u32>) {
+        if let Some(slot) = self.0.get_mut(i) {
+            *slot = v.unwrap_or(Self::NONE);
+        }
+    }
     pub fn get(&self, i: usize) -> Option<u32> {
         self.0.get(i).copied().filter(|&v| v != Self::NONE)
     }
@@ -165,14 +171,5 @@ impl OptU32Column {
 impl FromIterator<Option<u32>> for OptU32Column {
     fn from_iter<I: IntoIterator<Item = Option<u32>>>(iter: I) -> Self {
         OptU32Column(iter.into_iter().map(|v| v.unwrap_or(Self::NONE)).collect())
-    }
-}
-
-/// `column[i]` is the encoded value (`u32::MAX`: none), for digests that write it as text; read
-/// values with [`OptU32Column::get`]. Panics past the end, as slices do.
-impl std::ops::Index<usize> for OptU32Column {
-    type Output = u32;
-    fn index(&self, i: usize) -> &u32 {
-        &self.0[i]
     }
 }

@@ -3,7 +3,7 @@
 //! and merges once) and lays down the checkpoints. Kept apart from the seeking code because it
 //! is the only place that decides anything; seeks only replay what it recorded.
 
-use super::live::{Blk, RangeFlags, State, Watch, NO_EVENT};
+use super::live::{Blk, RangeFlags, State, Watch};
 use super::{
     AllocatorHistory, Checkpoint, Diagnostics, Issue, IssueKind, OpKind, Ops, SegmentKind,
     SegmentMeta,
@@ -163,7 +163,7 @@ pub(crate) fn prepare<'a>(s: &'a Snapshot, replay: &crate::replay::Replay) -> Pa
         size: vec![0; n],
         requested: col(&t.size_bytes),
         stack: stacks.clone(),
-        link: vec![NO_EVENT; n],
+        link: (0..n).map(|_| None).collect(),
         meta: Vec::new(),
     };
     if actions.len() != n
@@ -192,7 +192,7 @@ pub(crate) fn prepare<'a>(s: &'a Snapshot, replay: &crate::replay::Replay) -> Pa
             Some(_) => a.free_requested_event.is_some(),
             None => a.free_requested_event.is_some() || has_requests,
         };
-        set(&mut ops.link, free, a.alloc_event.unwrap_or(NO_EVENT));
+        ops.link.set(free, a.alloc_event);
         if pending {
             set(&mut ops.flags, free, Ops::PENDING);
         }
@@ -461,9 +461,9 @@ fn final_state(
                 Blk::free(bs)
             } else {
                 let alloc_event = if blk.state.is_active() {
-                    final_alloc.get(&ba).copied().unwrap_or(NO_EVENT)
+                    final_alloc.get(&ba).copied()
                 } else {
-                    NO_EVENT
+                    None
                 };
                 Blk {
                     size: bs,
@@ -649,7 +649,7 @@ impl Builder<'_> {
         let mut grown = false;
         if let (Some(w), Some(tail), Some(m)) = (st.watch.remove(&end), next_free, meta) {
             let j = w.free_event;
-            let own = blk.alloc_event == ev && self.ops.link.get(j as usize) == Some(&ev);
+            let own = blk.alloc_event == Some(ev) && self.ops.link.get(j as usize) == Some(ev);
             let t1 = end + tail;
             if w.addr == addr && own && t1 <= w.limit && !self.rule.splits(&m, blk.size, tail) {
                 st.del_blk(end);
@@ -666,7 +666,7 @@ impl Builder<'_> {
                 self.diag.inferred_unsplit += 1;
                 grown = true;
             }
-        } else if self.final_alloc.get(&addr) == Some(&ev) && blk.alloc_event == ev {
+        } else if self.final_alloc.get(&addr) == Some(&ev) && blk.alloc_event == Some(ev) {
             // A block of the file allocated in the trace: check the size rule against it.
             if let Some(m) = meta {
                 let rounded = round_size(req);
@@ -721,7 +721,7 @@ impl Builder<'_> {
         set(&mut self.ops.size, i, blk.size);
         set(&mut self.ops.requested, i, blk.requested);
         set(&mut self.ops.stack, i, blk.stack);
-        set(&mut self.ops.link, i, blk.alloc_event);
+        self.ops.link.set(i, blk.alloc_event);
     }
 
     fn undo_free(&mut self, st: &mut State, i: usize, addr: u64, req: u64) {
@@ -731,7 +731,7 @@ impl Builder<'_> {
             size: round_size(req),
             requested: req,
             stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
-            alloc_event: self.ops.link.get(i).copied().unwrap_or(NO_EVENT),
+            alloc_event: self.ops.link.get(i),
             state: if pending {
                 BlockState::ActivePendingFree
             } else {
@@ -752,7 +752,7 @@ impl Builder<'_> {
                     }
                     if right {
                         flags |= Ops::RIGHT;
-                        if blk.alloc_event != NO_EVENT {
+                        if blk.alloc_event.is_some() {
                             st.watch.insert(
                                 addr + blk.size,
                                 Watch {

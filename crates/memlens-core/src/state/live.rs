@@ -12,16 +12,14 @@ use crate::trace::StackId;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
-/// "No event" in `u32` event columns.
-pub(crate) const NO_EVENT: u32 = u32::MAX;
-
 /// One block of the live state. Inactive blocks carry no stack, no request and no event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Blk {
     pub size: u64,
     pub requested: u64,
     pub stack: StackId,
-    pub alloc_event: u32,
+    /// The `alloc` that made it, when recorded.
+    pub alloc_event: Option<u32>,
     pub state: BlockState,
 }
 
@@ -31,7 +29,7 @@ impl Blk {
             size,
             requested: 0,
             stack: StackId::EMPTY,
-            alloc_event: NO_EVENT,
+            alloc_event: None,
             state: BlockState::Inactive,
         }
     }
@@ -42,7 +40,7 @@ impl Blk {
             requested_size_bytes: self.requested,
             state: self.state,
             stack: self.stack,
-            alloc_event: (self.alloc_event != NO_EVENT).then_some(self.alloc_event),
+            alloc_event: self.alloc_event,
         }
     }
 }

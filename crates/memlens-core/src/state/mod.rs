@@ -74,6 +74,7 @@ mod columns;
 mod event_csv;
 pub mod events;
 mod live;
+pub mod map;
 mod sampled;
 #[cfg(test)]
 mod tests;
@@ -82,9 +83,10 @@ pub use event_csv::EVENT_CSV_HEADER;
 pub use live::State;
 pub use sampled::SampledStates;
 
+use crate::columns::OptU32Column;
 use crate::model::{BlockState, Snapshot};
 use crate::trace::StackId;
-use live::{Blk, RangeFlags, Seg, NO_EVENT};
+use live::{Blk, RangeFlags, Seg};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -197,8 +199,43 @@ pub struct StateColumns {
     pub block_requested_size_bytes: Vec<u64>,
     pub block_state: Vec<BlockState>,
     pub block_stack: Vec<StackId>,
-    /// `u32::MAX`: not recorded.
-    pub block_alloc_event: Vec<u32>,
+    /// The `alloc` entry that made the block, when recorded.
+    pub block_alloc_event: Vec<Option<u32>>,
+}
+
+impl StateColumns {
+    pub fn segments(&self) -> usize {
+        self.segment_address.len()
+    }
+
+    /// Size of segment `k` (0 past the end).
+    pub fn segment_size(&self, k: usize) -> u64 {
+        self.segment_size_bytes.get(k).copied().unwrap_or(0)
+    }
+
+    /// Block index range of segment `k`.
+    pub fn blocks_of(&self, k: usize) -> std::ops::Range<usize> {
+        self.segment_blocks
+            .get(k)
+            .map_or(0..0, |r| r.start as usize..r.end as usize)
+    }
+
+    pub fn block_state(&self, b: usize) -> BlockState {
+        self.block_state
+            .get(b)
+            .copied()
+            .unwrap_or(BlockState::Unknown)
+    }
+
+    /// The block containing `addr`, if any.
+    pub fn block_at(&self, addr: u64) -> Option<usize> {
+        let k = self
+            .block_address
+            .partition_point(|&a| a <= addr)
+            .checked_sub(1)?;
+        let (a, s) = (*self.block_address.get(k)?, *self.block_size_bytes.get(k)?);
+        (addr < a.saturating_add(s)).then_some(k)
+    }
 }
 
 impl State {
@@ -457,8 +494,8 @@ pub(crate) struct Ops {
     /// The block's requested size (alloc/free); the trace `size` otherwise.
     pub requested: Vec<u64>,
     pub stack: Vec<StackId>,
-    /// The block's alloc event.
-    pub link: Vec<u32>,
+    /// The block's alloc event, when recorded.
+    pub link: OptU32Column,
     /// Segment metadata of segment ops, sorted by event.
     pub meta: Vec<(u32, SegmentMeta)>,
 }
@@ -483,7 +520,7 @@ impl Ops {
             size: Vec::new(),
             requested: Vec::new(),
             stack: Vec::new(),
-            link: Vec::new(),
+            link: OptU32Column::default(),
             meta: Vec::new(),
         }
     }
@@ -507,7 +544,7 @@ impl Ops {
             size: self.size.get(i).copied().unwrap_or(0),
             requested: self.requested.get(i).copied().unwrap_or(0),
             stack: self.stack.get(i).copied().unwrap_or(StackId::EMPTY),
-            alloc_event: self.link.get(i).copied().unwrap_or(NO_EVENT),
+            alloc_event: self.link.get(i),
             state: if f & Ops::PENDING != 0 {
                 BlockState::ActivePendingFree
             } else {

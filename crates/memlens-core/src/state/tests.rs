@@ -34,7 +34,7 @@ fn active(size: u64) -> Blk {
         size,
         requested: size - 100,
         stack: StackId(3),
-        alloc_event: 7,
+        alloc_event: Some(7),
         state: BlockState::ActiveAllocated,
     }
 }

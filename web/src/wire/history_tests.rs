@@ -1,11 +1,11 @@
-//! Native tests of the Allocator State History's data and map (no browser): on every fixture in
-//! tests/fixtures and every real snapshot in ../shared/snapshots (skipped with a notice when
-//! absent), at a spread of events: the list columns and their versions, that they and the
-//! states come back from their columns as the worker ships them, the link from events and
-//! blocks to timeline elements, and the map's placement and hit test.
+//! Native tests of the Allocator State History's data on the page (no browser): on every
+//! fixture in tests/fixtures and every real snapshot in ../shared/snapshots (skipped with a
+//! notice when absent), at a spread of events: the list columns and their versions, that they
+//! and the states come back from their columns as the worker ships them, and the link from
+//! events and blocks to timeline elements. (The segment map's placement and hit test are core's,
+//! tested there: `crates/memlens-core/tests/segment_map.rs`.)
 
-use super::{fit, place, MapGeometry, PAD, ROW_H};
-use crate::wire::history::*;
+use super::*;
 use memlens_core::columns::round_trip;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::replay::replay_device;
@@ -53,74 +53,6 @@ fn sample(n: usize) -> Vec<Option<usize>> {
     }
     v.dedup();
     v
-}
-
-fn check_geometry(name: &str, f: &StateFrame, g: &MapGeometry, width: f64) {
-    // Every segment's bytes are placed exactly once, inside the map's width.
-    let mut placed = vec![0u64; f.segments()];
-    for p in &g.pieces {
-        let k = p.seg as usize;
-        assert!(
-            k < f.segments(),
-            "{name}: piece of a segment that does not exist"
-        );
-        placed[k] += p.bytes;
-        assert!(
-            p.x0 >= PAD - 1e-6 && p.x1 <= PAD + width + 1e-6,
-            "{name}: piece {p:?} outside the map"
-        );
-        assert!(
-            p.y >= 0.0 && p.y + ROW_H <= g.height_px,
-            "{name}: piece {p:?} below the map"
-        );
-    }
-    for (k, &b) in placed.iter().enumerate() {
-        assert_eq!(
-            Some(&b),
-            f.columns.segment_size_bytes.get(k),
-            "{name}: segment {k} placed bytes"
-        );
-    }
-    // Pieces of one row do not overlap.
-    for w in g.pieces.windows(2) {
-        if w[0].y == w[1].y {
-            assert!(
-                w[1].x0 >= w[0].x1 - 1e-6,
-                "{name}: {:?} overlaps {:?}",
-                w[0],
-                w[1]
-            );
-        }
-    }
-    // A point in the middle of each block's slice finds that block.
-    for p in &g.pieces {
-        let k = p.seg as usize;
-        let seg_addr = f.columns.segment_address[k];
-        let (a0, a1) = (seg_addr + p.byte0, seg_addr + p.byte0 + p.bytes);
-        for b in f.blocks_of(k) {
-            let (ba, be) = (
-                f.columns.block_address[b],
-                f.columns.block_address[b] + f.columns.block_size_bytes[b],
-            );
-            let (c0, c1) = (ba.max(a0), be.min(a1));
-            if c0 >= c1 {
-                continue;
-            }
-            let mid = c0 + (c1 - c0) / 2;
-            let x = p.x0 + (mid - a0) as f64 / p.bytes as f64 * (p.x1 - p.x0);
-            // Too thin to tell apart on screen at any zoom the view allows: skip.
-            if (c1 - c0) as f64 / p.bytes as f64 * (p.x1 - p.x0) < 1e-3 {
-                continue;
-            }
-            let hit = g.hit(f, x, p.y + ROW_H / 2.0);
-            assert_eq!(hit.map(|h| h.seg), Some(k), "{name}: hit segment");
-            assert_eq!(
-                hit.and_then(|h| h.block),
-                Some(b),
-                "{name}: hit block at {mid:#x}"
-            );
-        }
-    }
 }
 
 fn check_snapshot(name: &str, snap: &Snapshot) {
@@ -186,7 +118,6 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
                 assert_eq!(el.addr[e as usize], ev.addr[i]);
             }
         }
-        let width = 600.0;
         for at in sample(n) {
             let st = h.state_at(at);
             let f = StateFrame::from_state(&st);
@@ -218,8 +149,7 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
                     );
                 };
                 assert_eq!(el.addr[e as usize], f.columns.block_address[b]);
-                let ae = f.columns.block_alloc_event[b];
-                if ae != u32::MAX {
+                if let Some(ae) = f.columns.block_alloc_event[b] {
                     assert_eq!(
                         el.alloc_row.get(e as usize),
                         Some(ae),
@@ -228,34 +158,19 @@ fn check_snapshot(name: &str, snap: &Snapshot) {
                     );
                 }
             }
-            for bpr in [1u64 << 20, 64 << 20, 1 << 30] {
-                let g = place(&f, bpr, width);
-                check_geometry(
-                    &format!("{name} after {at:?}, {bpr} bytes/row"),
-                    &f,
-                    &g,
-                    width,
-                );
-            }
-            let g = fit(&f, 0, width, 500.0);
-            check_geometry(&format!("{name} after {at:?}, fitted"), &f, &g, width);
-            assert!(
-                g.height_px <= 500.0 || g.bytes_per_row >= 1 << 40,
-                "{name}: fit"
-            );
         }
     }
 }
 
 #[test]
-fn fixtures_list_link_and_map() {
+fn fixtures_list_and_link() {
     for (name, snap) in fixture_snapshots() {
         check_snapshot(&name, &snap);
     }
 }
 
 #[test]
-fn real_snapshots_list_link_and_map() {
+fn real_snapshots_list_and_link() {
     for (name, snap) in real_snapshots() {
         check_snapshot(&name, &snap);
     }
