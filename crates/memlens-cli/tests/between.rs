@@ -127,16 +127,10 @@ fn between_matches_python_reference_on_fixtures_and_synthetic_snapshots() {
 
 #[test]
 fn between_matches_python_reference_on_real_snapshots() {
-    let Some(files) = memlens_fixture::shared_snapshots() else {
+    let Some((mut files, py)) = common::real_snapshots_and_python() else {
         return;
     };
-    let Some(py) = python() else {
-        println!("SKIP: python3 not found; the conformance test needs it for the reference");
-        return;
-    };
-    assert!(!files.is_empty(), "no *.pickle in ../shared/snapshots");
     // The smallest few: the reference walks the whole trace twice in Python.
-    let mut files = files;
     files.sort_by_key(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(u64::MAX));
     files.truncate(8);
     assert_none("real snapshots", &files, py);

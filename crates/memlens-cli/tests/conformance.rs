@@ -2,7 +2,6 @@
 //! every real snapshot by Python's own `pickle.load` (tests/python/stats_ref.py, written from the
 //! definitions and not from the Rust code). Also checks that every real snapshot decodes.
 
-use memlens_fixture::python;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -54,14 +53,9 @@ fn compare(file: &Path, reference: &Value, ours: &Value) -> Vec<String> {
 
 #[test]
 fn stats_match_python_reference_on_real_snapshots() {
-    let Some(files) = memlens_fixture::shared_snapshots() else {
+    let Some((files, py)) = common::real_snapshots_and_python() else {
         return;
     };
-    let Some(py) = python() else {
-        println!("SKIP: python3 not found; the conformance test needs it for the reference");
-        return;
-    };
-    assert!(!files.is_empty(), "no *.pickle in ../shared/snapshots");
     let script = repo_root().join("tests/python/stats_ref.py");
     let mut problems = Vec::new();
     for file in &files {

@@ -98,14 +98,9 @@ fn assert_none(what: &str, count: usize, problems: &[String]) {
 
 #[test]
 fn diagnose_matches_python_reference_on_real_snapshots() {
-    let Some(files) = memlens_fixture::shared_snapshots() else {
+    let Some((files, py)) = common::real_snapshots_and_python() else {
         return;
     };
-    let Some(py) = python() else {
-        println!("SKIP: python3 not found; the conformance test needs it for the reference");
-        return;
-    };
-    assert!(!files.is_empty(), "no *.pickle in ../shared/snapshots");
     let problems = check_files(py, &files);
     assert_none("snapshots", files.len(), &problems);
 }

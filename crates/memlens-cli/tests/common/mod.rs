@@ -168,3 +168,16 @@ pub fn good_snapshot(dir: &Path, file_name: &str) -> PathBuf {
     std::fs::write(&out, fixture_bytes("p4_snapshot")).unwrap_or_else(|e| panic!("{e}"));
     out
 }
+
+/// The real snapshots of ../shared/snapshots and the Python that reads the references; `None`
+/// (the test skips with a notice, or fails under `MEMLENS_NO_SKIP=1` where the snapshots are
+/// missing) when either is not there.
+pub fn real_snapshots_and_python() -> Option<(Vec<PathBuf>, &'static str)> {
+    let files = memlens_fixture::shared_snapshots()?;
+    let Some(py) = memlens_fixture::python() else {
+        println!("SKIP: python3 not found; the conformance test needs it for the reference");
+        return None;
+    };
+    assert!(!files.is_empty(), "no *.pickle in ../shared/snapshots");
+    Some((files, py))
+}
