@@ -14,7 +14,7 @@
 
 use super::*;
 use crate::error::DecodeError;
-use crate::raw::value::{Arena, Node, RowExtra, TraceRows};
+use crate::raw::value::{Arena, Node, RowExtra};
 use crate::trace::*;
 use rustc_hash::FxHashMap;
 
@@ -412,10 +412,10 @@ fn arrange_trace(
     let host_len = host_list.map(|l| l.len()).unwrap_or(0);
     let mut rows = std::mem::take(&mut a.rows);
     rows.shrink_to_fit();
-    if rows.odd_values > 0 {
+    if a.odd_values > 0 {
         warnings.push(format!(
             "{} trace entry fields had values of the wrong type or sign (read as 0)",
-            rows.odd_values
+            a.odd_values
         ));
     }
     let total_rows = rows.len();
@@ -567,29 +567,13 @@ fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
     })
 }
 
-/// Adopts the decoder's columns as they are (rows already in device order).
-fn columns_from_rows(a: &Arena, rows: TraceRows) -> TraceColumns {
-    let mut extras: Vec<(u32, EntryExtra)> = rows
-        .extras
-        .iter()
-        .filter_map(|(r, e)| convert_extra(a, e).map(|x| (*r, x)))
-        .collect();
-    extras.sort_by_key(|(r, _)| *r);
-    TraceColumns {
-        action: rows.action,
-        addr: rows.addr,
-        size_bytes: rows.size_bytes,
-        stream: rows.stream,
-        time_us: rows.time_us,
-        stack: rows.stack,
-        compile_context: rows.compile_context,
-        user_metadata: rows.user_metadata,
-        extras,
-    }
+/// Adopts the decoder's columns as they are (rows already in device order), rare fields read.
+fn columns_from_rows(a: &Arena, rows: TraceColumns<RowExtra>) -> TraceColumns {
+    rows.map_extras(|e| convert_extra(a, &e))
 }
 
 /// Copies the rows in `order` into new columns.
-fn gather(a: &Arena, rows: &TraceRows, order: &[u32]) -> TraceColumns {
+fn gather(a: &Arena, rows: &TraceColumns<RowExtra>, order: &[u32]) -> TraceColumns {
     let mut c = TraceColumns::default();
     let (mut streams, mut contexts, mut metadata) = (
         rows.stream.cursor(),

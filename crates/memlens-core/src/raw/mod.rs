@@ -9,7 +9,7 @@ pub mod value;
 
 use crate::error::DecodeError;
 pub use pickle::{PickleMachine, Progress};
-pub use value::{Arena, Node, NodeId, RowExtra, RowId, TraceRows, Val};
+pub use value::{Arena, Node, NodeId, RowExtra, RowId, Val};
 
 /// How the input was encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -389,7 +389,7 @@ mod tests {
                 "{pairs:?}"
             );
             assert_eq!(rows.addr[0], addr, "{pairs:?}");
-            assert_eq!(rows.odd_values, odd, "{pairs:?}");
+            assert_eq!(arena.odd_values, odd, "{pairs:?}");
             assert!(matches!(
                 arena.node(top),
                 Some(Node::RowRange { start: 0, end: 1 })
@@ -487,7 +487,7 @@ mod tests {
         let b = entry_list(&[("action", &[b'K', 1]), ("addr", &short_str("x"))]);
         let (arena, top, _) = PickleMachine::decode_all(&b).unwrap_or_else(|e| panic!("{e}"));
         assert!(arena.rows.is_empty());
-        assert_eq!(arena.rows.odd_values, 0);
+        assert_eq!(arena.odd_values, 0);
         let d = arena
             .seq(top)
             .and_then(|mut i| i.next())

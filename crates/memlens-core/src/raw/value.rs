@@ -3,17 +3,17 @@
 //! nothing is dropped recursively.
 //!
 //! Fast path: a dict that carries an `action` string (a trace entry) is not kept as a dict but
-//! written straight into the columnar [`TraceRows`] the model adopts as-is; a list of such rows
+//! written straight into the trace's columns ([`TraceColumns`], which the model adopts as-is); a list of such rows
 //! in file order is a [`Node::RowRange`] that costs nothing per entry.
 
 use crate::trace::Action;
-use crate::trace::{StrId, StringTable, TIME_NONE};
+use crate::trace::{StrId, StringTable, TraceColumns, TIME_NONE};
 
 /// Index of a container in the [`Arena`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NodeId(pub u32);
 
-/// Index of a trace entry in [`TraceRows`].
+/// Index of a trace entry in the arena's [`TraceColumns`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowId(pub u32);
 
@@ -125,7 +125,9 @@ impl Keys {
     }
 }
 
-/// Rarely present trace-entry fields, stored sparsely.
+/// Rarely present trace-entry fields, stored sparsely, as the decoder met them: `pool_id` and
+/// `forward_frames` are still arena values (a parallel decode's join renumbers them; the model
+/// reads them into [`crate::trace::EntryExtra`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RowExtra {
     DeviceFree(u64),
@@ -137,91 +139,19 @@ pub enum RowExtra {
     ActionName(StrId),
 }
 
-/// Trace entries as columns, in file order. Adopted by the model without copying.
-#[derive(Debug, Clone, Default)]
-pub struct TraceRows {
-    /// Unknown actions keep their name in `extras` ([`RowExtra::ActionName`]).
-    pub action: Vec<Action>,
-    pub addr: Vec<u64>,
-    pub size_bytes: Vec<u64>,
-    pub stream: crate::trace::Runs<u64>,
-    pub time_us: Vec<i64>,
-    /// Stack of the entry's `frames` (interned as it is read).
-    pub stack: Vec<crate::trace::StackId>,
-    pub compile_context: crate::trace::StrRuns,
-    pub user_metadata: crate::trace::StrRuns,
-    /// (row, field), in row order unless a row was updated after creation.
-    pub extras: Vec<(u32, RowExtra)>,
-    /// Count of fields whose value had the wrong type or sign (reported as a warning).
-    pub odd_values: u64,
-    /// Whether a row's fields were set after it was made (a repeated key, or SETITEM on a
-    /// row's dict again): the parallel join replays rows as pushes only where none was.
-    pub(crate) rewritten: bool,
-}
-
-impl TraceRows {
-    pub fn len(&self) -> usize {
-        self.action.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.action.is_empty()
-    }
-    /// Room for `n` more entries in every column.
-    pub fn reserve(&mut self, n: usize) {
-        self.action.reserve(n);
-        self.addr.reserve(n);
-        self.size_bytes.reserve(n);
-        self.time_us.reserve(n);
-        self.stack.reserve(n);
-    }
-
-    /// Rows the columns hold without growing.
-    pub fn capacity(&self) -> usize {
-        self.action.capacity()
-    }
-
-    /// Room for exactly `n` more rows in every column, where memory allows (otherwise the
-    /// columns simply grow as rows come).
-    pub fn reserve_exact(&mut self, n: usize) {
-        let _ = self.action.try_reserve_exact(n).is_ok()
-            && self.addr.try_reserve_exact(n).is_ok()
-            && self.size_bytes.try_reserve_exact(n).is_ok()
-            && self.time_us.try_reserve_exact(n).is_ok()
-            && self.stack.try_reserve_exact(n).is_ok();
-    }
-
-    /// Gives back the capacity reserved from the file size and not used.
-    pub fn shrink_to_fit(&mut self) {
-        self.action.shrink_to_fit();
-        self.addr.shrink_to_fit();
-        self.size_bytes.shrink_to_fit();
-        self.stream.shrink_to_fit();
-        self.time_us.shrink_to_fit();
-        self.stack.shrink_to_fit();
-        self.compile_context.shrink_to_fit();
-        self.user_metadata.shrink_to_fit();
-    }
-
-    fn push_default(&mut self) -> u32 {
-        let r = self.action.len() as u32;
-        self.action.push(Action::Unknown);
-        self.addr.push(0);
-        self.size_bytes.push(0);
-        self.stream.push(0);
-        self.time_us.push(TIME_NONE);
-        self.stack.push(crate::trace::StackId::EMPTY);
-        self.compile_context.push(StrId::EMPTY);
-        self.user_metadata.push(StrId::EMPTY);
-        r
-    }
-}
-
 /// All raw values of one document plus its string table and trace rows.
 #[derive(Debug, Clone)]
 pub struct Arena {
     pub nodes: Vec<Node>,
     pub strings: StringTable,
-    pub rows: TraceRows,
+    /// The trace entries in file order ((row, field) extras in row order unless a row was
+    /// updated after it was made).
+    pub rows: TraceColumns<RowExtra>,
+    /// Count of trace-entry fields whose value had the wrong type or sign (a warning).
+    pub odd_values: u64,
+    /// Whether a row's fields were set after it was made (a repeated key, or SETITEM on a
+    /// row's dict again): the parallel join replays rows as pushes only where none was.
+    pub(crate) rewritten: bool,
     pub keys: Keys,
     pub(crate) frame_keys: super::intern::FrameKeys,
     pub stack_interner: super::intern::StackInterner,
@@ -241,7 +171,9 @@ impl Default for Arena {
         Arena {
             nodes: Vec::new(),
             strings,
-            rows: TraceRows::default(),
+            rows: TraceColumns::default(),
+            odd_values: 0,
+            rewritten: false,
             keys,
             frame_keys,
             stack_interner: Default::default(),
@@ -473,7 +405,7 @@ impl Arena {
         if ri >= self.rows.len() {
             return;
         }
-        self.rows.rewritten = true;
+        self.rewritten = true;
         for p in kv.chunks_exact(2) {
             let (Val::Str(key), v) = (p[0], p[1]) else {
                 continue;
@@ -568,7 +500,7 @@ impl Arena {
             Val::Str(s) => s,
             Val::None => StrId::EMPTY,
             _ => {
-                self.rows.odd_values += 1;
+                self.odd_values += 1;
                 StrId::EMPTY
             }
         }
@@ -580,7 +512,7 @@ impl Arena {
             Some(x) => x,
             None => {
                 if v != Val::None {
-                    self.rows.odd_values += 1;
+                    self.odd_values += 1;
                 }
                 0
             }

@@ -1,6 +1,7 @@
 //! The trace as parallel columns, one value per entry ([`TraceColumns`]), and the rare fields of
-//! an entry ([`EntryExtra`]). The decoder fills them in file order; the model owns them grouped
-//! by device.
+//! an entry ([`EntryExtra`]). The decoder fills them in file order, its rare fields still as its
+//! own values (`TraceColumns<raw::value::RowExtra>`: a parallel decode's join renumbers them);
+//! the model owns them grouped by device, rare fields read (`TraceColumns<EntryExtra>`).
 
 use super::action::Action;
 use super::runs::{Runs, StrRuns};
@@ -20,9 +21,11 @@ pub enum EntryExtra {
     ActionName(StrId),
 }
 
-/// Trace entries of all devices as parallel columns, grouped by device (see [`crate::model::DeviceTrace`]).
-#[derive(Debug, Clone, Default)]
-pub struct TraceColumns {
+/// Trace entries of all devices as parallel columns, grouped by device (see
+/// [`crate::model::DeviceTrace`]). `E`: what a rare field is ([`EntryExtra`] but in the
+/// decoder).
+#[derive(Debug, Clone)]
+pub struct TraceColumns<E = EntryExtra> {
     /// An [`Action::Unknown`] entry's name is in its extras ([`EntryExtra::ActionName`];
     /// [`crate::model::Snapshot::action_name`] reads either).
     pub action: Vec<Action>,
@@ -35,19 +38,111 @@ pub struct TraceColumns {
     pub stack: Vec<StackId>,
     pub compile_context: StrRuns,
     pub user_metadata: StrRuns,
-    pub extras: Vec<(u32, EntryExtra)>,
+    pub extras: Vec<(u32, E)>,
 }
 
-/// `time_us` of an entry that has none (torch ≤ 2.0): what the writers store, private to core.
-pub(crate) const TIME_NONE: i64 = i64::MIN;
+impl<E> Default for TraceColumns<E> {
+    fn default() -> Self {
+        TraceColumns {
+            action: Vec::new(),
+            addr: Vec::new(),
+            size_bytes: Vec::new(),
+            stream: Runs::default(),
+            time_us: Vec::new(),
+            stack: Vec::new(),
+            compile_context: StrRuns::default(),
+            user_metadata: StrRuns::default(),
+            extras: Vec::new(),
+        }
+    }
+}
 
-impl TraceColumns {
+/// Length and capacity, the same for every kind of rare field.
+impl<E> TraceColumns<E> {
     pub fn len(&self) -> usize {
         self.action.len()
     }
     pub fn is_empty(&self) -> bool {
         self.action.is_empty()
     }
+
+    /// Room for `n` more entries in the per-entry columns.
+    pub fn reserve(&mut self, n: usize) {
+        self.action.reserve(n);
+        self.addr.reserve(n);
+        self.size_bytes.reserve(n);
+        self.time_us.reserve(n);
+        self.stack.reserve(n);
+    }
+
+    /// Rows the columns hold without growing.
+    pub fn capacity(&self) -> usize {
+        self.action.capacity()
+    }
+
+    /// Room for exactly `n` more rows in the per-entry columns, where memory allows (otherwise
+    /// the columns simply grow as rows come).
+    pub fn reserve_exact(&mut self, n: usize) {
+        let _ = self.action.try_reserve_exact(n).is_ok()
+            && self.addr.try_reserve_exact(n).is_ok()
+            && self.size_bytes.try_reserve_exact(n).is_ok()
+            && self.time_us.try_reserve_exact(n).is_ok()
+            && self.stack.try_reserve_exact(n).is_ok();
+    }
+
+    /// Gives back the capacity reserved and not used.
+    pub fn shrink_to_fit(&mut self) {
+        self.action.shrink_to_fit();
+        self.addr.shrink_to_fit();
+        self.size_bytes.shrink_to_fit();
+        self.stream.shrink_to_fit();
+        self.time_us.shrink_to_fit();
+        self.stack.shrink_to_fit();
+        self.compile_context.shrink_to_fit();
+        self.user_metadata.shrink_to_fit();
+    }
+
+    /// Appends an entry with no field set (unknown action, no time, empty stack); its row.
+    pub(crate) fn push_default(&mut self) -> u32 {
+        let r = self.action.len() as u32;
+        self.action.push(Action::Unknown);
+        self.addr.push(0);
+        self.size_bytes.push(0);
+        self.stream.push(0);
+        self.time_us.push(TIME_NONE);
+        self.stack.push(StackId::EMPTY);
+        self.compile_context.push(StrId::EMPTY);
+        self.user_metadata.push(StrId::EMPTY);
+        r
+    }
+
+    /// The same entries with each rare field turned by `f` (dropped where it gives `None`),
+    /// sorted by row.
+    pub fn map_extras<F>(self, f: impl Fn(E) -> Option<F>) -> TraceColumns<F> {
+        let mut extras: Vec<(u32, F)> = self
+            .extras
+            .into_iter()
+            .filter_map(|(r, e)| f(e).map(|x| (r, x)))
+            .collect();
+        extras.sort_by_key(|(r, _)| *r);
+        TraceColumns {
+            action: self.action,
+            addr: self.addr,
+            size_bytes: self.size_bytes,
+            stream: self.stream,
+            time_us: self.time_us,
+            stack: self.stack,
+            compile_context: self.compile_context,
+            user_metadata: self.user_metadata,
+            extras,
+        }
+    }
+}
+
+/// `time_us` of an entry that has none (torch ≤ 2.0): what the writers store, private to core.
+pub(crate) const TIME_NONE: i64 = i64::MIN;
+
+impl TraceColumns {
     /// Extras of one entry.
     pub fn extras_of(&self, row: u32) -> impl Iterator<Item = &EntryExtra> {
         let start = self.extras.partition_point(|(r, _)| *r < row);

@@ -17,8 +17,8 @@
 use super::fresh::Fresh;
 use super::PickleMachine;
 use crate::error::DecodeError;
-use crate::raw::value::{Node, NodeId, RowExtra, RowId, TraceRows, Val};
-use crate::trace::{FrameId, StackId, StrId};
+use crate::raw::value::{Node, NodeId, RowExtra, RowId, Val};
+use crate::trace::{FrameId, StackId, StrId, TraceColumns};
 use rustc_hash::FxHashMap;
 
 /// How the piece's handles become the joined machine's.
@@ -64,7 +64,7 @@ impl PickleMachine {
             && self.memo_sparse.is_empty()
             && w.memo_sparse.is_empty()
             && self.result.is_none()
-            && !w.arena.rows.rewritten;
+            && !w.arena.rewritten;
         let Some(ext) = fits.then(|| self.earlier_values(&p.ext_nodes)).flatten() else {
             return Ok(false);
         };
@@ -96,6 +96,7 @@ impl PickleMachine {
             row_base: self.arena.rows.len() as u32,
         };
         self.join_stacks(&w, &mut maps, &ext_val);
+        self.arena.odd_values += w.arena.odd_values;
         self.join_rows(std::mem::take(&mut w.arena.rows), &maps);
         self.join_nodes(std::mem::take(&mut w.arena.nodes), &mut maps);
         self.join_memo(&w, p.key_base, &maps);
@@ -196,7 +197,7 @@ impl PickleMachine {
     }
 
     /// The piece's trace rows after this machine's.
-    fn join_rows(&mut self, w: TraceRows, maps: &Maps) {
+    fn join_rows(&mut self, w: TraceColumns<RowExtra>, maps: &Maps) {
         let rows = &mut self.arena.rows;
         rows.reserve(w.len());
         rows.action.extend_from_slice(&w.action);
@@ -227,7 +228,6 @@ impl PickleMachine {
             };
             (r + maps.row_base, e)
         }));
-        rows.odd_values += w.odd_values;
     }
 
     /// The piece's nodes after this machine's (those standing for earlier values left out).
