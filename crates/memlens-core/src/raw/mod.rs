@@ -1,6 +1,7 @@
 //! Stage 1, raw: bytes → values. The input form is detected from content (pickle of any
 //! protocol, JSON, `_memory_viz` HTML), never from a file name.
 
+mod frames;
 pub mod html;
 pub mod intern;
 pub mod json;
