@@ -35,9 +35,8 @@ def stacks_after(device, segments, trace, event):
     return out
 
 
-def stack_changes(device, segments, trace, start, end):
-    sa = stacks_after(device, segments, trace, start)
-    sb = stacks_after(device, segments, trace, end)
+def stack_changes(sa, sb):
+    """The TOP_STACKS stacks whose bytes differ between two `stacks_after` readings."""
     out = [
         {"frame": k[1], "frames": list(k[0]), "a_bytes": sa.get(k, 0), "b_bytes": sb.get(k, 0),
          "change_bytes": sb.get(k, 0) - sa.get(k, 0)}
@@ -64,7 +63,8 @@ def main(path, device, start, end):
     frames.sort(key=lambda c: (-abs(c["change_bytes"]), c["frame"]))
     json.dump({"device": device, "from": start, "to": end, "from_bytes": a["allocated_bytes"],
                "to_bytes": b["allocated_bytes"], "by_frame": frames,
-               "by_stack": stack_changes(device, segments, trace, start, end)},
+               "by_stack": stack_changes(stacks_after(device, segments, trace, start),
+                                         stacks_after(device, segments, trace, end))},
               sys.stdout, indent=1)
     sys.stdout.write("\n")
 

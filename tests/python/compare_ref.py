@@ -6,6 +6,8 @@
   by_frame                 every user frame alive at either side's peak (diagnose_ref.py's
                            alive set and user-frame rule), {frame, a_bytes, b_bytes,
                            change_bytes = b - a}, sorted by |change| descending, then frame
+  by_stack                 the 20 stacks alive at either peak whose bytes differ, matched by
+                           their frames (between_ref.py's stacks and order)
 
 Usage: compare_ref.py A.pickle B.pickle
 """
@@ -14,6 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import between_ref  # noqa: E402
 import diagnose_ref  # noqa: E402
 import snapshot_pickle  # noqa: E402
 import stats_ref  # noqa: E402
@@ -21,19 +24,20 @@ import stats_ref  # noqa: E402
 
 def side(device, segments, traces):
     if device not in snapshot_pickle.devices(segments, traces):
-        return 0, {}
+        return 0, {}, {}
     trace = snapshot_pickle.trace_of(traces, device)
     stats = stats_ref.device_stats(device, segments, trace)
     peak = diagnose_ref.device_peak(device, segments, trace)
-    return stats["timeline_peak_bytes"], {g["frame"]: g["bytes"] for g in peak["top"]}
+    stacks = between_ref.stacks_after(device, segments, trace, peak["event"])
+    return stats["timeline_peak_bytes"], {g["frame"]: g["bytes"] for g in peak["top"]}, stacks
 
 
 def main(a_path, b_path):
     a, b = snapshot_pickle.read(a_path), snapshot_pickle.read(b_path)
     out = []
     for d in sorted(set(snapshot_pickle.devices(*a)) | set(snapshot_pickle.devices(*b))):
-        pa, fa = side(d, *a)
-        pb, fb = side(d, *b)
+        pa, fa, sa = side(d, *a)
+        pb, fb, sb = side(d, *b)
         frames = [
             {"frame": k, "a_bytes": fa.get(k, 0), "b_bytes": fb.get(k, 0),
              "change_bytes": fb.get(k, 0) - fa.get(k, 0)}
@@ -41,7 +45,8 @@ def main(a_path, b_path):
         ]
         frames.sort(key=lambda c: (-abs(c["change_bytes"]), c["frame"]))
         out.append({"device": d, "a": {"timeline_peak_bytes": pa}, "b": {"timeline_peak_bytes": pb},
-                    "peak_change_bytes": pb - pa, "by_frame": frames})
+                    "peak_change_bytes": pb - pa, "by_frame": frames,
+                    "by_stack": between_ref.stack_changes(sa, sb)})
     json.dump({"devices": out}, sys.stdout, indent=1)
     sys.stdout.write("\n")
 

@@ -1,5 +1,5 @@
 //! `memlens compare --json` against an independent Python reading of the two pickles
-//! (tests/python/compare_ref.py: timeline peaks, alive-at-peak groups by user frame, their
+//! (tests/python/compare_ref.py: timeline peaks, alive-at-peak groups by user frame and by stack, their
 //! change), on a real pair (the 512 and 1024 runs of one model) and on synth A/B pairs with one
 //! planted change; and the CI gates (`compare --max-peak-growth`, `check --max-peak`) exit 1
 //! and 0 where they must, 2 on bad input.
@@ -74,6 +74,12 @@ fn check_pair(a: &Path, b: &Path) -> Vec<String> {
                     r[side], o[side]
                 ));
             }
+        }
+        if r["by_stack"] != o["by_stack"] {
+            bad.push(format!(
+                "device {i}: by_stack differs; python {}, memlens {}",
+                r["by_stack"], o["by_stack"]
+            ));
         }
         if r["by_frame"] != o["by_frame"] {
             let head = |v: &Value| {

@@ -289,6 +289,6 @@ pub fn between(
         from_bytes: m.a.allocated_bytes,
         to_bytes: m.b.allocated_bytes,
         by_frame: m.by_frame,
-        by_stack: stack_changes(s, replay, from, to, Some(TOP_STACK_CHANGES)),
+        by_stack: stack_changes((s, replay, from), (s, replay, to), Some(TOP_STACK_CHANGES)),
     }
 }

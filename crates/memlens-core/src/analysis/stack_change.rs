@@ -1,6 +1,6 @@
-//! What grew by full stack: live bytes of one device after two events grouped by the whole
-//! stack of each allocation (its frames, innermost first, and its user frame), and the change
-//! from the first moment to the second — the finer grain under [`super::compare::between`]'s
+//! What grew by full stack: live bytes of one device after two events (or of two snapshots,
+//! each after an event) grouped by the whole stack of each allocation (its frames, innermost
+//! first, and its user frame), and the change from the first moment to the second — the finer grain under [`super::compare::between`]'s
 //! user frames (one user frame often allocates from several call paths). Allocations from
 //! before the trace have no stack: they group as no frames under their user frame
 //! (`(allocated before the trace)`), so the groups sum exactly to the change of the live total.
@@ -61,18 +61,16 @@ fn by_stack_at(
     out
 }
 
-/// The stacks whose live bytes differ between after `from` and after `to`, by absolute change
-/// (then frames, then user frame); all of them (`limit` = `None`) or the first `limit`.
-pub fn stack_changes(
-    s: &Snapshot,
-    replay: &Replay,
-    from: Option<EventIdx>,
-    to: Option<EventIdx>,
-    limit: Option<usize>,
-) -> Vec<StackChange> {
-    let mut facts = StackFacts::default();
-    let a = by_stack_at(s, replay, &mut facts, from);
-    let b = by_stack_at(s, replay, &mut facts, to);
+/// One side of a stack comparison: a device's allocation table of a snapshot, after an event.
+pub type Moment<'a> = (&'a Snapshot, &'a Replay, Option<EventIdx>);
+
+/// The stacks whose live bytes differ between moment `a` and moment `b` (two events of one
+/// device, or two snapshots, e.g. at their peaks: stacks are matched by their frames), by
+/// absolute change (then frames, then user frame); all of them (`limit` = `None`) or the first
+/// `limit`.
+pub fn stack_changes(a: Moment, b: Moment, limit: Option<usize>) -> Vec<StackChange> {
+    let a = by_stack_at(a.0, a.1, &mut StackFacts::default(), a.2);
+    let b = by_stack_at(b.0, b.1, &mut StackFacts::default(), b.2);
     let mut keys: Vec<&(Vec<String>, String)> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();

@@ -139,7 +139,11 @@ fn what_grew_between_two_moments_sums_to_the_change_of_the_live_total() {
             let net: i64 = b.by_frame.iter().map(|c| c.change_bytes).sum();
             assert_eq!(net, b.to_bytes as i64 - b.from_bytes as i64, "{name}");
             // By full stack: every changed stack sums to the same change, each within its frame.
-            let all = super::stack_change::stack_changes(&snap, &replay, None, last, None);
+            let all = super::stack_change::stack_changes(
+                (&snap, &replay, None),
+                (&snap, &replay, last),
+                None,
+            );
             let net: i64 = all.iter().map(|c| c.change_bytes).sum();
             assert_eq!(net, b.to_bytes as i64 - b.from_bytes as i64, "{name}");
             for f in &b.by_frame {
