@@ -280,7 +280,7 @@ pub fn live_by_stack_at_peak(s: &Snapshot, device: u32) -> PeakLive {
     let mut fmt = StackFormatter::new(s);
     let mut by_stack: BTreeMap<String, u64> = BTreeMap::new();
     let mut live_bytes = 0u64;
-    for a in replay.live_at(st.timeline_peak_event.map_or(-1, i64::from)) {
+    for a in replay.live_at(st.timeline_peak_event) {
         live_bytes = live_bytes.saturating_add(a.size_bytes);
         let e = by_stack.entry(fmt.folded(a.stack).to_string()).or_default();
         *e = e.saturating_add(a.size_bytes);

@@ -66,10 +66,11 @@ pub struct Allocation {
 }
 
 impl Allocation {
-    /// Alive once event `event_idx` has been applied (`-1`: before the first event).
-    pub fn is_live_at(&self, event_idx: i64) -> bool {
-        let born = self.alloc_event.is_none_or(|a| i64::from(a) <= event_idx);
-        let dead = self.free_event.is_some_and(|f| i64::from(f) <= event_idx);
+    /// Alive once event `after` has been applied (`None`: before the first event).
+    pub fn is_live_at(&self, after: Option<EventIdx>) -> bool {
+        let applied = |e: EventIdx| after.is_some_and(|i| e <= i);
+        let born = self.alloc_event.is_none_or(applied);
+        let dead = self.free_event.is_some_and(applied);
         born && !dead
     }
 }
@@ -92,16 +93,14 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Allocations alive once event `event_idx` has been applied (`-1`: before the first event).
-    pub fn live_at(&self, event_idx: i64) -> impl Iterator<Item = &Allocation> + '_ {
-        self.allocations
-            .iter()
-            .filter(move |a| a.is_live_at(event_idx))
+    /// Allocations alive once event `after` has been applied (`None`: before the first event).
+    pub fn live_at(&self, after: Option<EventIdx>) -> impl Iterator<Item = &Allocation> + '_ {
+        self.allocations.iter().filter(move |a| a.is_live_at(after))
     }
 
-    /// Σ requested bytes alive once event `event_idx` has been applied.
-    pub fn live_bytes_at(&self, event_idx: i64) -> u64 {
-        self.live_at(event_idx).map(|a| a.size_bytes).sum()
+    /// Σ requested bytes alive once event `after` has been applied (`None`: before the first).
+    pub fn live_bytes_at(&self, after: Option<EventIdx>) -> u64 {
+        self.live_at(after).map(|a| a.size_bytes).sum()
     }
 
     /// Allocations alive before the first event (unmatched frees and untraced blocks).
@@ -363,15 +362,15 @@ mod tests {
     fn live_sets_follow_the_events() {
         let s = sample();
         let r = replay_device(&s, 0);
-        let live = |i: i64| r.live_at(i).map(|a| a.size_bytes).collect::<Vec<_>>();
-        assert_eq!(live(-1), vec![300, 900]);
-        assert_eq!(live(0), vec![300, 900]);
-        assert_eq!(live(1), vec![900]);
-        assert_eq!(live(2), vec![100, 900]);
-        assert_eq!(live(4), vec![900]);
-        assert_eq!(live(5), vec![200, 900]);
-        assert_eq!(live(7), vec![1000, 900]);
-        assert_eq!(live(100), vec![1000, 900]);
+        let live = |i: Option<u32>| r.live_at(i).map(|a| a.size_bytes).collect::<Vec<_>>();
+        assert_eq!(live(None), vec![300, 900]);
+        assert_eq!(live(Some(0)), vec![300, 900]);
+        assert_eq!(live(Some(1)), vec![900]);
+        assert_eq!(live(Some(2)), vec![100, 900]);
+        assert_eq!(live(Some(4)), vec![900]);
+        assert_eq!(live(Some(5)), vec![200, 900]);
+        assert_eq!(live(Some(7)), vec![1000, 900]);
+        assert_eq!(live(Some(100)), vec![1000, 900]);
         assert_eq!(r.pre_trace().count(), 2);
     }
 
@@ -380,9 +379,9 @@ mod tests {
         let s = sample();
         let r = replay_device(&s, 0);
         let st = device_stats(&s, 0);
-        assert_eq!(r.live_bytes_at(-1) as i64, st.timeline_baseline_bytes);
+        assert_eq!(r.live_bytes_at(None) as i64, st.timeline_baseline_bytes);
         assert_eq!(
-            r.live_bytes_at(st.timeline_peak_event.map_or(-1, i64::from)) as i64,
+            r.live_bytes_at(st.timeline_peak_event) as i64,
             st.timeline_peak_bytes
         );
         // The peak is 1900 after the last alloc (event 7).
@@ -401,7 +400,7 @@ mod tests {
         let r = replay_device(&s, 0);
         assert_eq!(r.realloc_without_free, 1);
         assert_eq!(r.open_not_in_segments, 1);
-        assert_eq!(r.live_bytes_at(2), 10);
+        assert_eq!(r.live_bytes_at(Some(2)), 10);
         assert_eq!(r.allocations[0].free_event, None);
         assert_eq!(r.allocations[1].free_event, Some(2));
         // Upstream bumps versions on `free_completed` only: both allocations are `_0`.
@@ -465,7 +464,7 @@ mod tests {
                 }
                 assert_eq!(live_series(&r), want, "{} device {d}", f.display());
                 assert_eq!(
-                    r.live_bytes_at(st.timeline_peak_event.map_or(-1, i64::from)) as i64,
+                    r.live_bytes_at(st.timeline_peak_event) as i64,
                     st.timeline_peak_bytes
                 );
                 checked += 1;
@@ -485,7 +484,7 @@ mod tests {
         assert_eq!(r0.allocations.len(), 1);
         // Device 0 has no segment holding the block its trace leaves open.
         assert_eq!(r0.open_not_in_segments, 1);
-        assert_eq!(r0.live_bytes_at(0), 5);
+        assert_eq!(r0.live_bytes_at(Some(0)), 5);
         let r1 = replay_device(&s, 1);
         assert_eq!(r1.events, 0);
         assert_eq!(r1.allocations.len(), 1);
@@ -493,7 +492,7 @@ mod tests {
             (r1.allocations[0].origin, r1.allocations[0].stream),
             (Origin::Untraced, 7)
         );
-        assert_eq!(r1.live_bytes_at(-1), 500);
+        assert_eq!(r1.live_bytes_at(None), 500);
         // A device with neither trace nor segments replays to nothing.
         assert_eq!(
             replay_device(&s, 5),

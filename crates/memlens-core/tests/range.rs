@@ -94,18 +94,17 @@ fn check_with(what: &str, whole: &Snapshot, exact_whole: &Whole, r: EventRange) 
         }
         let part_replay = replay_device(&part, d);
         let hp = AllocatorHistory::new(&part, d);
-        let shift = i64::from(ev.start);
-        let before = part_replay.live_bytes_at(-1);
+        let shift = ev.start;
+        let before = part_replay.live_bytes_at(None);
         assert_eq!(
             before,
-            whole_replay.live_bytes_at(shift - 1),
+            whole_replay.live_bytes_at(shift.checked_sub(1)),
             "{what} {r} device {d}: live bytes before the range"
         );
         for e in samples(ev.len() as u32, 24) {
-            let at = i64::from(e);
             assert_eq!(
-                part_replay.live_bytes_at(at),
-                whole_replay.live_bytes_at(shift + at),
+                part_replay.live_bytes_at(Some(e)),
+                whole_replay.live_bytes_at(Some(shift + e)),
                 "{what} {r} device {d}: live bytes after event {e}"
             );
             let (p, w) = (
@@ -220,7 +219,7 @@ fn a_part_of_a_fixture_keeps_allocations_from_before_it() {
     let part = slice(whole.clone(), &EventRange::Last(3)).unwrap_or_else(|e| panic!("{e}"));
     let replay = replay_device(&part, 0);
     assert_eq!(replay.pre_trace().count(), 5);
-    assert_eq!(replay.live_bytes_at(-1), requested);
+    assert_eq!(replay.live_bytes_at(None), requested);
     assert_eq!(
         memlens_core::device_stats(&part, 0).timeline_peak_bytes,
         20_583_712
@@ -229,8 +228,8 @@ fn a_part_of_a_fixture_keeps_allocations_from_before_it() {
     let part = slice(whole.clone(), &EventRange::Last(2)).unwrap_or_else(|e| panic!("{e}"));
     let replay = replay_device(&part, 0);
     assert_eq!(replay.pre_trace().count(), 6);
-    assert_eq!(replay.live_bytes_at(-1), requested + 4 * 1024 * 1024);
-    assert_eq!(replay.live_bytes_at(1), requested);
+    assert_eq!(replay.live_bytes_at(None), requested + 4 * 1024 * 1024);
+    assert_eq!(replay.live_bytes_at(Some(1)), requested);
     // events 1..3 (w1, w2): the segments are the state after w2, one 20 MiB segment
     let part = slice(
         whole.clone(),
@@ -242,7 +241,10 @@ fn a_part_of_a_fixture_keeps_allocations_from_before_it() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(part.segments.len(), 1);
     assert_eq!(part.segments[0].allocated_size_bytes, 8 * 1024 * 1024);
-    assert_eq!(replay_device(&part, 0).live_bytes_at(1), 8 * 1024 * 1024);
+    assert_eq!(
+        replay_device(&part, 0).live_bytes_at(Some(1)),
+        8 * 1024 * 1024
+    );
     // a time range needs times
     let mut untimed = whole.clone();
     for row in 0..untimed.trace.len() {

@@ -52,18 +52,13 @@ pub struct Alive {
 }
 
 /// Event as [`crate::replay::Allocation::is_live_at`] takes it (`-1`: before the first).
-pub fn event_arg(event: Option<EventIdx>) -> i64 {
-    event.map_or(-1, i64::from)
-}
-
 /// The allocations alive after `event`, grouped.
 pub fn alive_at(replay: &Replay, cx: &mut Classifier, event: Option<EventIdx>) -> Alive {
-    let at = event_arg(event);
     let mut groups: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     let mut stacks: FxHashMap<StackId, (u32, u64, u64)> = FxHashMap::default();
     let mut rules = Vec::new();
     let (mut total, mut count) = (0u64, 0u64);
-    for a in replay.live_at(at) {
+    for a in replay.live_at(event) {
         total += a.size_bytes;
         count += 1;
         let g = cx.facts.allocation_group(cx.s, a);

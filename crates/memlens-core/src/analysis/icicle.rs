@@ -7,7 +7,6 @@
 //! `(no stack)`. [`callers_at`] inverts it for one frame (the frame on top, its callers below). Nodes narrower than `total / MIN_SHARE_INV` are left out (their bytes stay in
 //! their parent), so the result is bounded whatever the trace.
 
-use super::alive::event_arg;
 use super::frames::{BEFORE_TRACE, NO_STACK};
 use crate::flame::{format_frame, frame_is_shown};
 use crate::model::Snapshot;
@@ -112,9 +111,8 @@ fn build(
     event: Option<EventIdx>,
     path: impl Fn(Option<StackId>) -> Option<Vec<String>>,
 ) -> Icicle {
-    let at = event_arg(event);
     let mut by_stack: FxHashMap<Option<StackId>, (u64, u64)> = FxHashMap::default();
-    for a in replay.live_at(at) {
+    for a in replay.live_at(event) {
         let key = a.alloc_event.map(|_| a.stack);
         let e = by_stack.entry(key).or_default();
         e.0 += a.size_bytes;

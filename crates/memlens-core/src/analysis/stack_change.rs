@@ -5,7 +5,6 @@
 //! before the trace have no stack: they group as no frames under their user frame
 //! (`(allocated before the trace)`), so the groups sum exactly to the change of the live total.
 
-use super::alive::event_arg;
 use super::frames::{frame_label, StackFacts};
 use crate::model::Snapshot;
 use crate::replay::{EventIdx, Replay};
@@ -41,7 +40,7 @@ fn by_stack_at(
     event: Option<EventIdx>,
 ) -> ByStack {
     let mut raw: FxHashMap<(Option<StackId>, u32), u64> = FxHashMap::default();
-    for a in replay.live_at(event_arg(event)) {
+    for a in replay.live_at(event) {
         let g = facts.allocation_group(s, a);
         let stack = a.alloc_event.map(|_| a.stack);
         *raw.entry((stack, g)).or_default() += a.size_bytes;

@@ -201,7 +201,7 @@ pub fn steps(s: &Snapshot, replay: &Replay, facts: &mut StackFacts) -> (Vec<Step
     }
     let rows = s.device_rows(device);
     let t = &s.trace;
-    let mut live = replay.live_bytes_at(-1) as i64;
+    let mut live = replay.live_bytes_at(None) as i64;
     let mut out: Vec<Step> = Vec::with_capacity(starts.len());
     let mut next = 0usize;
     for (i, r) in rows.enumerate() {

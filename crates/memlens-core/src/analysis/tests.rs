@@ -156,11 +156,7 @@ fn what_grew_between_two_moments_sums_to_the_change_of_the_live_total() {
             }
             let top = super::compare::TOP_STACK_CHANGES.min(all.len());
             assert_eq!(b.by_stack, all[..top], "{name}");
-            assert_eq!(
-                b.to_bytes,
-                replay.live_bytes_at(super::alive::event_arg(last)),
-                "{name}"
-            );
+            assert_eq!(b.to_bytes, replay.live_bytes_at(last), "{name}");
         }
     }
 }
@@ -184,10 +180,7 @@ fn two_moments_of_two_devices_sum_to_the_change_and_match_the_peaks() {
             m.b.allocated_bytes as i64 - m.a.allocated_bytes as i64,
             "{name}"
         );
-        assert_eq!(
-            m.a.allocated_bytes,
-            ra.live_bytes_at(super::alive::event_arg(ea))
-        );
+        assert_eq!(m.a.allocated_bytes, ra.live_bytes_at(ea));
         // Two devices at their peaks: the same as comparing the snapshot with itself there.
         let c = super::compare::compare_device_peaks(&snap, da, &snap, db);
         let same = super::compare::compare_peaks(&snap, &snap, Some(db));
