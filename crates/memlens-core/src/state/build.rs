@@ -2,6 +2,10 @@
 //! segments that turns every trace entry into a reversible [`Ops`] record (deciding block sizes
 //! and merges once) and lays down the checkpoints. Kept apart from the seeking code because it
 //! is the only place that decides anything; seeks only replay what it recorded.
+//!
+//! The pass reads the model's trace columns in place ([`Inputs`]) and writes what each entry
+//! did through [`Record`]: into [`Ops`] for a history, nowhere ([`NoOps`]) for
+//! [`super::SampledStates`], which keeps only a few states.
 
 use super::live::{Blk, RangeFlags, State, Watch};
 use super::{
@@ -71,8 +75,235 @@ impl SplitRule {
     }
 }
 
-struct Builder<'a> {
-    ops: Ops,
+/// What the backward pass reads for one `free_completed`, from the allocation table: the
+/// allocation's alloc event (if in the trace), its stack, and whether a `free_requested` came
+/// first.
+#[derive(Debug, Clone, Copy)]
+struct FreeLink {
+    event: u32,
+    alloc_event: Option<u32>,
+    stack: StackId,
+    pending: bool,
+}
+
+/// The trace columns the backward pass reads, borrowed from the model (no copy), and what the
+/// pre-pass learnt: per `free_completed` its [`FreeLink`], per `segment_free` its
+/// `segment_alloc`'s stack. Both sorted by event; the pass reads them backward with a cursor.
+pub(crate) struct Inputs<'a> {
+    actions: &'a [Action],
+    addr: &'a [u64],
+    requested: &'a [u64],
+    stack: &'a [StackId],
+    links: Vec<FreeLink>,
+    /// Links at index ≥ this are of later events than the one undone last.
+    cursor: usize,
+    segment_stacks: Vec<(u32, StackId)>,
+}
+
+impl<'a> Inputs<'a> {
+    /// The device's columns and the pre-pass over the shared [`crate::replay`] table.
+    fn new(s: &'a Snapshot, replay: &crate::replay::Replay) -> Inputs<'a> {
+        let t = &s.trace;
+        let rows = s.device_rows(replay.device);
+        let range = rows.start as usize..rows.end as usize;
+        let cols = (
+            t.action.get(range.clone()),
+            t.addr.get(range.clone()),
+            t.size_bytes.get(range.clone()),
+            t.stack.get(range.clone()),
+        );
+        // The model's columns are parallel; anything else means no usable trace.
+        let (actions, addr, requested, stack) = match cols {
+            (Some(a), Some(b), Some(c), Some(d)) if t.stream.len() >= range.end => (a, b, c, d),
+            _ => (&[][..], &[][..], &[][..], &[][..]),
+        };
+        let n = actions.len();
+        // Each free_completed learns its allocation's stack, alloc event and whether a
+        // free_requested came first. Without any free_requested (`skip_actions`), blocks stay
+        // allocated until free_completed; with them, a free_completed whose request is not in
+        // the trace was requested before it.
+        let has_requests = actions.contains(&Action::FreeRequested);
+        let mut links: Vec<FreeLink> = replay
+            .allocations
+            .iter()
+            .filter_map(|a| {
+                let free = a.free_event.filter(|&f| (f as usize) < n)?;
+                let pending = match a.alloc_event {
+                    Some(_) => a.free_requested_event.is_some(),
+                    None => a.free_requested_event.is_some() || has_requests,
+                };
+                Some(FreeLink {
+                    event: free,
+                    alloc_event: a.alloc_event,
+                    stack: a.stack,
+                    pending,
+                })
+            })
+            .collect();
+        // Stable: of two allocations claiming one free (never expected), the later wins.
+        links.sort_by_key(|l| l.event);
+        let mut dedup: Vec<FreeLink> = Vec::with_capacity(links.len());
+        for l in links {
+            match dedup.last_mut() {
+                Some(last) if last.event == l.event => *last = l,
+                _ => dedup.push(l),
+            }
+        }
+        // Segments: segment_free takes the stack of its segment_alloc (paired by address).
+        let mut open_segment: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut segment_stacks = Vec::new();
+        for (i, (&a, &at)) in actions.iter().zip(addr).enumerate() {
+            match a {
+                Action::SegmentAlloc => {
+                    open_segment.insert(at, i as u32);
+                }
+                Action::SegmentFree => {
+                    if let Some(st) = open_segment.remove(&at).and_then(|k| stack.get(k as usize)) {
+                        segment_stacks.push((i as u32, *st));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Inputs {
+            actions,
+            addr,
+            requested,
+            stack,
+            cursor: dedup.len(),
+            links: dedup,
+            segment_stacks,
+        }
+    }
+
+    fn events(&self) -> usize {
+        self.actions.len()
+    }
+
+    /// The link of the `free_completed` at `i`; called with falling `i`.
+    fn link(&mut self, i: u32) -> Option<FreeLink> {
+        while let Some(l) = self.cursor.checked_sub(1).and_then(|k| self.links.get(k)) {
+            if l.event <= i {
+                return (l.event == i).then_some(*l);
+            }
+            self.cursor -= 1;
+        }
+        None
+    }
+
+    /// The stack entry `i` stands for: its allocation's (a `free_completed`), its
+    /// `segment_alloc`'s (a `segment_free`), else its own.
+    fn stack_of(&self, i: usize) -> StackId {
+        let own = self.stack.get(i).copied().unwrap_or(StackId::EMPTY);
+        match self.actions.get(i) {
+            Some(Action::SegmentFree) => self
+                .segment_stacks
+                .binary_search_by_key(&(i as u32), |(e, _)| *e)
+                .ok()
+                .and_then(|k| self.segment_stacks.get(k))
+                .map_or(own, |(_, st)| *st),
+            _ => own,
+        }
+    }
+
+    /// Ops as the pre-pass leaves them for a whole history: the trace columns copied, each
+    /// `free_completed`'s link, pending flag and stack, each `segment_free`'s stack.
+    fn ops(&self) -> Ops {
+        let n = self.events();
+        let mut ops = Ops {
+            kind: vec![OpKind::Noop; n],
+            flags: vec![0; n],
+            addr: self.addr.to_vec(),
+            size: vec![0; n],
+            requested: self.requested.to_vec(),
+            stack: self.stack.to_vec(),
+            link: (0..n).map(|_| None).collect(),
+            meta: Vec::new(),
+        };
+        for l in &self.links {
+            let i = l.event as usize;
+            ops.link.set(i, l.alloc_event);
+            if l.pending {
+                set(&mut ops.flags, i, Ops::PENDING);
+            }
+            set(&mut ops.stack, i, l.stack);
+        }
+        for &(i, st) in &self.segment_stacks {
+            set(&mut ops.stack, i as usize, st);
+        }
+        ops
+    }
+}
+
+/// Where the backward pass writes what each entry did: [`Ops`] for a whole history (its seeks
+/// replay them), [`NoOps`] for readers that keep only a few states.
+pub(crate) trait Record {
+    /// Entry `i` is an op of `kind` over `size` bytes; `flags` are added to its flags.
+    fn op(&mut self, i: usize, kind: OpKind, size: u64, flags: u8);
+    /// Entry `i` allocates or frees `blk` (its flags replaced by `flags`).
+    fn block(&mut self, i: usize, kind: OpKind, blk: &Blk, flags: u8);
+    /// The segment metadata of segment op `ev` (called with falling `ev`).
+    fn meta(&mut self, ev: u32, meta: SegmentMeta);
+    /// The block freed at `j` owns its unsplit remainder: it is `size` bytes, and with
+    /// `right_gone` no free block follows it any more.
+    fn grown(&mut self, j: usize, size: u64, right_gone: bool);
+    /// Bytes held.
+    fn bytes(&self) -> u64;
+    fn finish(&mut self);
+}
+
+impl Record for Ops {
+    fn op(&mut self, i: usize, kind: OpKind, size: u64, flags: u8) {
+        set(&mut self.kind, i, kind);
+        set(&mut self.size, i, size);
+        if let Some(f) = self.flags.get_mut(i) {
+            *f |= flags;
+        }
+    }
+    fn block(&mut self, i: usize, kind: OpKind, blk: &Blk, flags: u8) {
+        set(&mut self.flags, i, flags);
+        set(&mut self.kind, i, kind);
+        set(&mut self.size, i, blk.size);
+        set(&mut self.requested, i, blk.requested);
+        set(&mut self.stack, i, blk.stack);
+        self.link.set(i, blk.alloc_event);
+    }
+    fn meta(&mut self, ev: u32, meta: SegmentMeta) {
+        self.meta.push((ev, meta));
+    }
+    fn grown(&mut self, j: usize, size: u64, right_gone: bool) {
+        set(&mut self.size, j, size);
+        if let Some(f) = self.flags.get_mut(j) {
+            if right_gone {
+                *f &= !Ops::RIGHT;
+            }
+        }
+    }
+    fn bytes(&self) -> u64 {
+        Ops::bytes(self)
+    }
+    fn finish(&mut self) {
+        self.meta.reverse();
+    }
+}
+
+/// Records nothing: the pass only moves its state ([`super::SampledStates`]).
+pub(crate) struct NoOps;
+
+impl Record for NoOps {
+    fn op(&mut self, _: usize, _: OpKind, _: u64, _: u8) {}
+    fn block(&mut self, _: usize, _: OpKind, _: &Blk, _: u8) {}
+    fn meta(&mut self, _: u32, _: SegmentMeta) {}
+    fn grown(&mut self, _: usize, _: u64, _: bool) {}
+    fn bytes(&self) -> u64 {
+        0
+    }
+    fn finish(&mut self) {}
+}
+
+struct Builder<'a, R> {
+    rec: R,
+    inp: Inputs<'a>,
     /// (alloc event, free event, address, bytes) of blocks grown by an unsplit remainder.
     patches: Vec<(u32, u32, u64, u64)>,
     diag: Diagnostics,
@@ -82,7 +313,7 @@ struct Builder<'a> {
     snap: &'a Snapshot,
 }
 
-impl Builder<'_> {
+impl<R> Builder<'_, R> {
     fn issue(&mut self, event: u32, kind: IssueKind) {
         self.diag.count(kind);
         if self.diag.issues.len() < MAX_ISSUES {
@@ -91,30 +322,28 @@ impl Builder<'_> {
     }
 }
 
-/// The backward pass over one device, ready to run: the recorded ops so far (the pre-pass's
-/// links, flags and stacks), the final state, and the trace columns the pass reads.
-pub(crate) struct Pass<'a> {
-    b: Builder<'a>,
+/// The backward pass over one device, ready to run: the model's trace columns and the
+/// pre-pass's links, where it records (`R`), and the final state.
+pub(crate) struct Pass<'a, R> {
+    b: Builder<'a, R>,
     /// The state the pass has reached (the final one before [`Pass::run`]).
     pub st: State,
-    actions: Vec<Action>,
-    streams: Vec<u64>,
     rows_start: u32,
     pub id: u64,
     pub device: u32,
 }
 
-/// What a finished pass leaves: the ops, what it had to skip, every `oom` entry and the
-/// unsplit remainders found (to patch the states kept while those blocks lived).
-pub(crate) struct Passed {
-    pub ops: Ops,
+/// What a finished pass leaves: what it recorded, what it had to skip, every `oom` entry and
+/// the unsplit remainders found (to patch the states kept while those blocks lived).
+pub(crate) struct Passed<R> {
+    pub ops: R,
     pub diag: Diagnostics,
     /// (event, requested bytes, device_free) of every `oom` entry.
     pub ooms: Vec<(u32, u64, Option<u64>)>,
     patches: Vec<(u32, u32, u64, u64)>,
 }
 
-impl Passed {
+impl<R> Passed<R> {
     /// Grows the blocks found to own their remainder in the states kept while they lived
     /// (`kept` sorted by position): those still have them at their rounded size.
     pub fn patch(&self, kept: &mut [Checkpoint]) {
@@ -132,99 +361,23 @@ impl Passed {
 }
 
 /// The pre-pass (each `free_completed` learns its allocation from the shared allocation table)
-/// and the final state, ready for the backward pass.
-pub(crate) fn prepare<'a>(s: &'a Snapshot, replay: &crate::replay::Replay) -> Pass<'a> {
+/// and the final state, ready for a backward pass recording into what `record` makes of the
+/// inputs.
+pub(crate) fn prepare<'a, R: Record>(
+    s: &'a Snapshot,
+    replay: &crate::replay::Replay,
+    record: impl FnOnce(&Inputs<'a>) -> R,
+) -> Pass<'a, R> {
     let device = replay.device;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let rows = s.device_rows(device);
-    let t = &s.trace;
-    let range = rows.start as usize..rows.end as usize;
-    let col = |v: &[u64]| {
-        v.get(range.clone())
-            .map(<[u64]>::to_vec)
-            .unwrap_or_default()
-    };
-    let n = range.len();
-    let actions: Vec<Action> = t
-        .action
-        .get(range.clone())
-        .map(<[Action]>::to_vec)
-        .unwrap_or_default();
-    let stacks: Vec<StackId> = t
-        .stack
-        .get(range.clone())
-        .map(<[StackId]>::to_vec)
-        .unwrap_or_default();
-    let streams = t.stream.to_vec(range.clone());
-    let mut ops = Ops {
-        kind: vec![OpKind::Noop; n],
-        flags: vec![0; n],
-        addr: col(&t.addr),
-        size: vec![0; n],
-        requested: col(&t.size_bytes),
-        stack: stacks.clone(),
-        link: (0..n).map(|_| None).collect(),
-        meta: Vec::new(),
-    };
-    if actions.len() != n
-        || stacks.len() != n
-        || streams.len() != n
-        || ops.addr.len() != n
-        || ops.requested.len() != n
-    {
-        // The model's columns are parallel; anything else means no usable trace.
-        ops = Ops::empty();
-    }
-    let n = ops.kind.len();
-
-    // Pre-pass: each free_completed learns its allocation from the shared [`crate::replay`]:
-    // the allocation's stack, alloc event and whether a free_requested came first.
-    // Without any free_requested (`skip_actions`), blocks stay allocated until free_completed;
-    // with them, a free_completed whose request is not in the trace was requested before it.
-    let has_requests = actions.contains(&Action::FreeRequested);
-    for a in &replay.allocations {
-        let Some(free) = a.free_event else { continue };
-        let free = free as usize;
-        if free >= n {
-            continue;
-        }
-        let pending = match a.alloc_event {
-            Some(_) => a.free_requested_event.is_some(),
-            None => a.free_requested_event.is_some() || has_requests,
-        };
-        ops.link.set(free, a.alloc_event);
-        if pending {
-            set(&mut ops.flags, free, Ops::PENDING);
-        }
-        set(&mut ops.stack, free, a.stack);
-    }
-    // Segments: segment_free takes the stack of its segment_alloc (paired by address).
-    let mut open_segment: FxHashMap<u64, u32> = FxHashMap::default();
-    for i in 0..n {
-        let (Some(&a), Some(&addr)) = (actions.get(i), ops.addr.get(i)) else {
-            continue;
-        };
-        match a {
-            Action::SegmentAlloc => {
-                open_segment.insert(addr, i as u32);
-            }
-            Action::SegmentFree => {
-                if let Some(k) = open_segment.remove(&addr) {
-                    if let Some(st) = stacks.get(k as usize) {
-                        set(&mut ops.stack, i, *st);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let final_alloc = replay.open_at_end();
-
+    let inp = Inputs::new(s, replay);
+    let rec = record(&inp);
     let mut b = Builder {
-        ops,
+        rec,
+        inp,
         diag: Diagnostics::default(),
         rule: SplitRule::from_settings(s),
-        final_alloc,
+        final_alloc: replay.open_at_end(),
         snap: s,
         patches: Vec::new(),
     };
@@ -232,23 +385,23 @@ pub(crate) fn prepare<'a>(s: &'a Snapshot, replay: &crate::replay::Replay) -> Pa
     Pass {
         b,
         st,
-        actions,
-        streams,
-        rows_start: rows.start,
+        rows_start: s.device_rows(device).start,
         id,
         device,
     }
 }
 
-impl Pass<'_> {
+impl<R: Record> Pass<'_, R> {
     /// Number of trace entries the pass undoes.
     pub fn events(&self) -> usize {
-        self.b.ops.kind.len()
+        self.b.inp.events()
     }
 
     /// Event indices of the `oom` entries.
     pub fn oom_events(&self) -> impl Iterator<Item = usize> + '_ {
-        self.actions
+        self.b
+            .inp
+            .actions
             .iter()
             .enumerate()
             .filter(|(_, a)| **a == Action::Oom)
@@ -257,39 +410,44 @@ impl Pass<'_> {
 
     /// Bytes of the ops recorded.
     pub fn ops_bytes(&self) -> u64 {
-        self.b.ops.bytes()
+        self.b.rec.bytes()
     }
 
     /// Undoes entries N-1 … 0 on the final state, recording what each did; `after(st)` sees the
     /// state once entry `st.pos` is undone (the state before it).
-    pub fn run(mut self, mut after: impl FnMut(&State)) -> Passed {
+    pub fn run(mut self, mut after: impl FnMut(&State)) -> Passed<R> {
         let n = self.events();
         for i in (0..n).rev() {
-            let action = self.actions.get(i).copied().unwrap_or(Action::Unknown);
-            let stream = self.streams.get(i).copied().unwrap_or(0);
+            let action = self
+                .b
+                .inp
+                .actions
+                .get(i)
+                .copied()
+                .unwrap_or(Action::Unknown);
             let row = self.rows_start.saturating_add(i as u32);
-            self.b.undo(&mut self.st, i, action, stream, row);
+            self.b.undo(&mut self.st, i, action, row);
             self.st.pos = i;
             after(&self.st);
         }
-        self.b.ops.meta.reverse();
+        self.b.rec.finish();
         let t = &self.b.snap.trace;
-        let ooms = (0..n)
-            .filter(|&i| self.actions.get(i) == Some(&Action::Oom))
+        let ooms = self
+            .oom_events()
             .map(|i| {
                 let row = self.rows_start.saturating_add(i as u32);
                 (
                     i as u32,
-                    self.b.ops.requested.get(i).copied().unwrap_or(0),
+                    self.b.inp.requested.get(i).copied().unwrap_or(0),
                     t.device_free(row),
                 )
             })
             .collect();
         let Builder {
-            ops, diag, patches, ..
+            rec, diag, patches, ..
         } = self.b;
         Passed {
-            ops,
+            ops: rec,
             diag,
             ooms,
             patches,
@@ -298,7 +456,7 @@ impl Pass<'_> {
 }
 
 pub(crate) fn build(s: &Snapshot, replay: &crate::replay::Replay) -> AllocatorHistory {
-    let pass = prepare(s, replay);
+    let pass = prepare(s, replay, Inputs::ops);
     let (id, device, n) = (pass.id, pass.device, pass.events());
     // Checkpoints: all of them together within 1.5× the model's trace columns minus the ops.
     // The stride starts from the final state's size and doubles (dropping every other
@@ -488,7 +646,7 @@ fn final_state(
     st
 }
 
-impl Builder<'_> {
+impl<R: Record> Builder<'_, R> {
     fn pool_of(&self, row: u32) -> Option<(i64, i64)> {
         self.snap.trace.extras_of(row).find_map(|e| match e {
             EntryExtra::PoolId(a, b) => Some((*a, *b)),
@@ -497,10 +655,19 @@ impl Builder<'_> {
     }
 
     /// Undoes event `i` on `st` (the state after it), recording the op.
-    fn undo(&mut self, st: &mut State, i: usize, action: Action, stream: u64, row: u32) {
+    fn undo(&mut self, st: &mut State, i: usize, action: Action, row: u32) {
         let ev = i as u32;
-        let addr = self.ops.addr.get(i).copied().unwrap_or(0);
-        let req = self.ops.requested.get(i).copied().unwrap_or(0);
+        let addr = self.inp.addr.get(i).copied().unwrap_or(0);
+        let req = self.inp.requested.get(i).copied().unwrap_or(0);
+        // Read only by the rare segment ops.
+        let stream = || {
+            self.snap
+                .trace
+                .stream
+                .get(row as usize)
+                .copied()
+                .unwrap_or(0)
+        };
         let in_range = addr.checked_add(round_size(req)).is_some();
         match action {
             Action::Alloc if in_range => self.undo_alloc(st, i, addr, req),
@@ -527,7 +694,7 @@ impl Builder<'_> {
             Action::SegmentAlloc if in_range => match st.remove_free_segment(addr, req) {
                 Some(meta) => {
                     self.op(i, OpKind::SegmentAlloc, req, 0);
-                    self.ops.meta.push((ev, meta));
+                    self.rec.meta(ev, meta);
                 }
                 None => self.issue(ev, IssueKind::SegmentAllocMismatch),
             },
@@ -537,20 +704,20 @@ impl Builder<'_> {
                     return;
                 }
                 let meta = SegmentMeta {
-                    stream,
+                    stream: stream(),
                     pool_id: self.pool_of(row),
                     is_expandable: false,
                     kind: SegmentKind::infer(req, false),
-                    stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
+                    stack: self.inp.stack_of(i),
                 };
                 st.add_segment(addr, req, meta);
                 self.op(i, OpKind::SegmentFree, req, 0);
-                self.ops.meta.push((ev, meta));
+                self.rec.meta(ev, meta);
             }
             Action::SegmentMap if in_range => match st.remove_range(addr, req, None) {
                 Some((f, meta)) => {
                     self.op(i, OpKind::SegmentMap, req, Ops::range_flags(f));
-                    self.ops.meta.push((ev, meta));
+                    self.rec.meta(ev, meta);
                 }
                 None => self.issue(ev, IssueKind::SegmentMapMismatch),
             },
@@ -560,6 +727,7 @@ impl Builder<'_> {
                     return;
                 }
                 let pool = self.pool_of(row);
+                let stream = stream();
                 let joins = |m: &SegmentMeta| {
                     m.is_expandable
                         && m.stream == stream
@@ -568,13 +736,12 @@ impl Builder<'_> {
                 let end = addr + req;
                 let left = st
                     .segs
-                    .range(..addr)
-                    .next_back()
-                    .filter(|(&a, g)| a + g.size == addr && joins(&g.meta));
+                    .before(addr)
+                    .filter(|(a, g)| a + g.size == addr && joins(&g.meta));
                 let seg_left = left.is_some();
                 let right = st.segs.get(&end).filter(|g| joins(&g.meta)).copied();
                 let blk_left = seg_left
-                    && st.blocks.range(..addr).next_back().is_some_and(|(&a, b)| {
+                    && st.blocks.before(addr).is_some_and(|(a, b)| {
                         a + b.size == addr && b.state == BlockState::Inactive
                     });
                 let blk_right = right.is_some()
@@ -595,12 +762,12 @@ impl Builder<'_> {
                         pool_id: pool.or(left.and_then(|(_, g)| g.meta.pool_id)),
                         is_expandable: true,
                         kind: left.map_or(SegmentKind::Unknown, |(_, g)| g.meta.kind),
-                        stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
+                        stack: self.inp.stack_of(i),
                     },
                 };
                 st.add_range(addr, req, flags, meta);
                 self.op(i, OpKind::SegmentUnmap, req, Ops::range_flags(flags));
-                self.ops.meta.push((ev, meta));
+                self.rec.meta(ev, meta);
             }
             Action::Alloc
             | Action::FreeCompleted
@@ -613,11 +780,7 @@ impl Builder<'_> {
     }
 
     fn op(&mut self, i: usize, kind: OpKind, size: u64, flags: u8) {
-        set(&mut self.ops.kind, i, kind);
-        set(&mut self.ops.size, i, size);
-        if let Some(f) = self.ops.flags.get_mut(i) {
-            *f |= flags;
-        }
+        self.rec.op(i, kind, size, flags);
     }
 
     fn undo_alloc(&mut self, st: &mut State, i: usize, addr: u64, req: u64) {
@@ -649,19 +812,14 @@ impl Builder<'_> {
         let mut grown = false;
         if let (Some(w), Some(tail), Some(m)) = (st.watch.remove(&end), next_free, meta) {
             let j = w.free_event;
-            let own = blk.alloc_event == Some(ev) && self.ops.link.get(j as usize) == Some(ev);
+            let own = blk.alloc_event == Some(ev) && w.link == ev;
             let t1 = end + tail;
             if w.addr == addr && own && t1 <= w.limit && !self.rule.splits(&m, blk.size, tail) {
                 st.del_blk(end);
                 st.del_blk(addr);
                 blk.size += tail;
                 st.add_blk(addr, blk);
-                set(&mut self.ops.size, j as usize, blk.size);
-                if let Some(f) = self.ops.flags.get_mut(j as usize) {
-                    if t1 >= w.hole_end {
-                        *f &= !Ops::RIGHT;
-                    }
-                }
+                self.rec.grown(j as usize, blk.size, t1 >= w.hole_end);
                 self.patches.push((ev, j, addr, tail));
                 self.diag.inferred_unsplit += 1;
                 grown = true;
@@ -714,24 +872,18 @@ impl Builder<'_> {
         if blk.state == BlockState::ActivePendingFree {
             f |= Ops::PENDING;
         }
-        if let Some(x) = self.ops.flags.get_mut(i) {
-            *x = f;
-        }
-        set(&mut self.ops.kind, i, kind);
-        set(&mut self.ops.size, i, blk.size);
-        set(&mut self.ops.requested, i, blk.requested);
-        set(&mut self.ops.stack, i, blk.stack);
-        self.ops.link.set(i, blk.alloc_event);
+        self.rec.block(i, kind, blk, f);
     }
 
     fn undo_free(&mut self, st: &mut State, i: usize, addr: u64, req: u64) {
         let ev = i as u32;
-        let pending = self.ops.flags.get(i).is_some_and(|f| f & Ops::PENDING != 0);
+        let link = self.inp.link(ev);
+        let pending = link.is_some_and(|l| l.pending);
         let mut blk = Blk {
             size: round_size(req),
             requested: req,
-            stack: self.ops.stack.get(i).copied().unwrap_or(StackId::EMPTY),
-            alloc_event: self.ops.link.get(i),
+            stack: link.map_or_else(|| self.inp.stack_of(i), |l| l.stack),
+            alloc_event: link.and_then(|l| l.alloc_event),
             state: if pending {
                 BlockState::ActivePendingFree
             } else {
@@ -752,12 +904,13 @@ impl Builder<'_> {
                     }
                     if right {
                         flags |= Ops::RIGHT;
-                        if blk.alloc_event.is_some() {
+                        if let Some(link) = blk.alloc_event {
                             st.watch.insert(
                                 addr + blk.size,
                                 Watch {
                                     addr,
                                     free_event: ev,
+                                    link,
                                     limit: end,
                                     hole_end: end,
                                 },

@@ -6,6 +6,7 @@
 //! build pass and every later seek use the same primitives with the same recorded arguments, which
 //! is what makes replaying forward and backward land on identical states.
 
+use super::addr_map::AddrMap;
 use super::{BlockView, SegmentKind, SegmentMeta, SegmentView};
 use crate::model::BlockState;
 use crate::trace::StackId;
@@ -89,6 +90,8 @@ pub(crate) struct Sums {
 pub(crate) struct Watch {
     pub addr: u64,
     pub free_event: u32,
+    /// The block's alloc event.
+    pub link: u32,
     /// Lowest address at or after the key where anything changed while the block was live: the
     /// remainder it may own ends at or before it.
     pub limit: u64,
@@ -112,8 +115,8 @@ pub(crate) struct RangeFlags {
 pub struct State {
     pub(crate) history_id: u64,
     pub(crate) pos: usize,
-    pub(crate) segs: BTreeMap<u64, Seg>,
-    pub(crate) blocks: BTreeMap<u64, Blk>,
+    pub(crate) segs: AddrMap<Seg>,
+    pub(crate) blocks: AddrMap<Blk>,
     /// Allocations the trace says are live but no reconstructed segment can hold (see the module
     /// docs of [`super`]); keyed by address, `size` is the rounded request.
     pub(crate) orphans: BTreeMap<u64, Blk>,
@@ -145,8 +148,8 @@ impl State {
         State {
             history_id,
             pos: 0,
-            segs: BTreeMap::new(),
-            blocks: BTreeMap::new(),
+            segs: AddrMap::new(),
+            blocks: AddrMap::new(),
             orphans: BTreeMap::new(),
             sums: Sums::default(),
             free_sizes: BTreeMap::new(),
@@ -172,7 +175,7 @@ impl State {
             }
         }
         let blocks = &self.blocks;
-        for (&a, s) in self.segs.iter_mut() {
+        for (a, s) in self.segs.iter_mut() {
             sums.reserved += s.size;
             s.whole_free = blocks
                 .get(&a)
@@ -276,21 +279,21 @@ impl State {
 
     /// The block holding byte `addr`, with its address.
     pub(crate) fn block_containing(&self, addr: u64) -> Option<(u64, Blk)> {
-        let (&a, b) = self.blocks.range(..=addr).next_back()?;
+        let (a, b) = self.blocks.at_or_before(addr)?;
         (addr - a < b.size).then_some((a, *b))
     }
 
     /// The segment holding byte `addr`, with its address.
     pub(crate) fn seg_containing(&self, addr: u64) -> Option<(u64, Seg)> {
-        let (&a, s) = self.segs.range(..=addr).next_back()?;
+        let (a, s) = self.segs.at_or_before(addr)?;
         (addr - a < s.size).then_some((a, *s))
     }
 
     /// Whether any segment overlaps `[addr, addr + size)`.
     pub(crate) fn overlaps_segment(&self, addr: u64, size: u64) -> bool {
         let end = addr.saturating_add(size);
-        match self.segs.range(..end).next_back() {
-            Some((&a, s)) => a.saturating_add(s.size) > addr,
+        match self.segs.before(end) {
+            Some((a, s)) => a.saturating_add(s.size) > addr,
             None => false,
         }
     }
@@ -357,7 +360,7 @@ impl State {
     /// change) when there is no inactive block holding the whole range.
     pub(crate) fn carve(&mut self, addr: u64, b: Blk) -> Option<(bool, bool)> {
         // The hole is changed in place (its left part, or `b` itself): one search fewer.
-        let (&r0, cur) = self.blocks.range_mut(..=addr).next_back()?;
+        let (r0, cur) = self.blocks.at_or_before_mut(addr)?;
         let end = r0 + cur.size;
         if addr - r0 >= cur.size
             || cur.state != BlockState::Inactive
@@ -413,9 +416,8 @@ impl State {
         addr > s0
             && self
                 .blocks
-                .range(..addr)
-                .next_back()
-                .is_some_and(|(&a, b)| a + b.size == addr && b.state == BlockState::Inactive)
+                .before(addr)
+                .is_some_and(|(a, b)| a + b.size == addr && b.state == BlockState::Inactive)
     }
 
     /// Whether an inactive block of the segment ending at `s1` starts at `end`.
@@ -434,9 +436,13 @@ impl State {
         self.touch(addr);
         let mut size = b.size;
         if right {
-            if let Entry::Occupied(e) = self.blocks.entry(addr + b.size) {
-                if e.get().state == BlockState::Inactive {
-                    let n = e.remove();
+            let next = addr + b.size;
+            if self
+                .blocks
+                .get(&next)
+                .is_some_and(|n| n.state == BlockState::Inactive)
+            {
+                if let Some(n) = self.blocks.remove(&next) {
                     account(
                         &mut self.sums,
                         &mut self.free_sizes,
@@ -451,8 +457,8 @@ impl State {
         // Merged into the free block on the left in place, else a free block of its own.
         let mut start = addr;
         let merged = left
-            && match self.blocks.range_mut(..addr).next_back() {
-                Some((&pa, p)) if pa + p.size == addr && p.state == BlockState::Inactive => {
+            && match self.blocks.before_mut(addr) {
+                Some((pa, p)) if pa + p.size == addr && p.state == BlockState::Inactive => {
                     account(&mut self.sums, &mut self.free_sizes, self.derived, p, false);
                     p.size += size;
                     account(&mut self.sums, &mut self.free_sizes, self.derived, p, true);
@@ -539,10 +545,9 @@ impl State {
         self.touch(addr);
         let left = if flags.seg_left {
             self.segs
-                .range(..addr)
-                .next_back()
-                .filter(|(&a, s)| a + s.size == addr)
-                .map(|(&a, s)| (a, *s))
+                .before(addr)
+                .filter(|(a, s)| a + s.size == addr)
+                .map(|(a, s)| (a, *s))
         } else {
             None
         };
@@ -580,7 +585,7 @@ impl State {
             }
         }
         if flags.blk_left {
-            let prev = self.blocks.range(..addr).next_back().map(|(&a, p)| (a, *p));
+            let prev = self.blocks.before(addr).map(|(a, p)| (a, *p));
             if let Some((pa, p)) = prev {
                 if pa + p.size == addr && p.state == BlockState::Inactive {
                     self.del_blk(pa);
@@ -595,18 +600,18 @@ impl State {
 
     /// Segments in address order.
     pub fn segments(&self) -> impl Iterator<Item = SegmentView> + '_ {
-        self.segs.iter().map(|(&a, s)| s.view(a))
+        self.segs.iter().map(|(a, s)| s.view(a))
     }
 
     /// Blocks of every segment in address order; they tile the segments exactly.
     pub fn blocks(&self) -> impl Iterator<Item = BlockView> + '_ {
-        self.blocks.iter().map(|(&a, b)| b.view(a))
+        self.blocks.iter().map(|(a, b)| b.view(a))
     }
 
     /// Blocks of one segment, in address order.
     pub fn segment_blocks(&self, seg: &SegmentView) -> impl Iterator<Item = BlockView> + '_ {
         let end = seg.address.saturating_add(seg.size_bytes);
-        self.blocks.range(seg.address..end).map(|(&a, b)| b.view(a))
+        self.blocks.range(seg.address, end).map(|(a, b)| b.view(a))
     }
 
     /// The segment and block holding byte `addr`.

@@ -69,6 +69,7 @@
 //! the reserved baseline + Σ(segment_alloc + segment_map − segment_free − segment_unmap), as long
 //! as no undo was skipped.
 
+mod addr_map;
 mod build;
 mod columns;
 mod event_csv;
@@ -86,6 +87,7 @@ pub use sampled::SampledStates;
 use crate::columns::OptU32Column;
 use crate::model::{BlockState, Snapshot};
 use crate::trace::StackId;
+use addr_map::AddrMap;
 use live::{Blk, RangeFlags, Seg};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -288,7 +290,7 @@ impl State {
     /// The state as columns.
     pub fn columns(&self) -> StateColumns {
         let mut c = StateColumns::default();
-        for (&a, s) in &self.segs {
+        for (a, s) in self.segs.iter() {
             c.segment_address.push(a);
             c.segment_size_bytes.push(s.size);
             c.segment_stream.push(s.meta.stream);
@@ -297,7 +299,7 @@ impl State {
             c.segment_kind.push(s.meta.kind);
             c.segment_stack.push(s.meta.stack);
             let b0 = c.block_address.len() as u32;
-            for (&ba, b) in self.blocks.range(a..a + s.size) {
+            for (ba, b) in self.blocks.range(a, a + s.size) {
                 c.block_address.push(ba);
                 c.block_size_bytes.push(b.size);
                 c.block_requested_size_bytes.push(b.requested);
@@ -512,19 +514,6 @@ impl Ops {
     /// The allocation is unplaced (no block).
     pub const ORPHAN: u8 = 32;
 
-    fn empty() -> Ops {
-        Ops {
-            kind: Vec::new(),
-            flags: Vec::new(),
-            addr: Vec::new(),
-            size: Vec::new(),
-            requested: Vec::new(),
-            stack: Vec::new(),
-            link: OptU32Column::default(),
-            meta: Vec::new(),
-        }
-    }
-
     fn bytes(&self) -> u64 {
         (self.kind.len() * (1 + 1 + 8 + 8 + 8 + 4 + 4)
             + self.meta.len() * std::mem::size_of::<(u32, SegmentMeta)>()) as u64
@@ -672,8 +661,8 @@ impl Checkpoint {
     fn of(st: &State) -> Checkpoint {
         Checkpoint {
             pos: st.pos,
-            segs: st.segs.iter().map(|(&a, s)| (a, *s)).collect(),
-            blocks: st.blocks.iter().map(|(&a, b)| (a, *b)).collect(),
+            segs: st.segs.iter().map(|(a, s)| (a, *s)).collect(),
+            blocks: st.blocks.iter().map(|(a, b)| (a, *b)).collect(),
             orphans: st.orphans.iter().map(|(&a, b)| (a, *b)).collect(),
         }
     }
@@ -686,8 +675,12 @@ impl Checkpoint {
                 .segs
                 .iter()
                 .zip(st.segs.iter())
-                .all(|((a, x), (b, y))| a == b && x.size == y.size && x.meta == y.meta)
-            && self.blocks.iter().map(|(a, b)| (a, b)).eq(st.blocks.iter())
+                .all(|((a, x), (b, y))| *a == b && x.size == y.size && x.meta == y.meta)
+            && self
+                .blocks
+                .iter()
+                .map(|(a, b)| (*a, b))
+                .eq(st.blocks.iter())
             && self
                 .orphans
                 .iter()
@@ -732,8 +725,8 @@ impl Checkpoint {
 
     fn restore(&self, st: &mut State) {
         st.pos = self.pos;
-        st.segs = self.segs.iter().copied().collect::<BTreeMap<_, _>>();
-        st.blocks = self.blocks.iter().copied().collect::<BTreeMap<_, _>>();
+        st.segs = AddrMap::from_sorted(&self.segs);
+        st.blocks = AddrMap::from_sorted(&self.blocks);
         st.orphans = self.orphans.iter().copied().collect::<BTreeMap<_, _>>();
         st.recompute();
     }

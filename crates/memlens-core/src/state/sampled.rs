@@ -4,7 +4,7 @@
 //! from. For readers that know up front which events they need (the diagnosis: its peak, the
 //! end, ≤ 256 samples, every `oom`), this skips the checkpoints' copies and any later seek.
 
-use super::build::{self, Passed};
+use super::build::{self, NoOps, Passed};
 use super::{Checkpoint, Diagnostics, State};
 use crate::model::Snapshot;
 use crate::replay::Replay;
@@ -37,7 +37,7 @@ impl SampledStates {
         replay: &Replay,
         choose: impl FnOnce(&State, usize, &[usize]) -> Vec<Option<usize>>,
     ) -> SampledStates {
-        let pass = build::prepare(s, replay);
+        let pass = build::prepare(s, replay, |_| NoOps);
         let (id, device, events) = (pass.id, pass.device, pass.events());
         let oom_events: Vec<usize> = pass.oom_events().collect();
         let mut wanted: Vec<usize> = choose(&pass.st, events, &oom_events)
@@ -50,7 +50,7 @@ impl SampledStates {
         wanted.dedup();
         let mut kept: Vec<Checkpoint> = Vec::with_capacity(wanted.len());
         kept.push(Checkpoint::of(&pass.st));
-        let passed: Passed = pass.run(|st| {
+        let passed: Passed<NoOps> = pass.run(|st| {
             if wanted.binary_search(&st.pos).is_ok() {
                 kept.push(Checkpoint::of(st));
             }
