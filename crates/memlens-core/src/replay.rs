@@ -113,24 +113,23 @@ impl Replay {
 pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
     let rows = s.device_rows(device);
     let t = &s.trace;
-    let mut out = Replay {
-        device,
-        events: rows.len() as u32,
-        ..Replay::default()
-    };
     // One allocation per `alloc` (plus the rare unmatched frees): reserved once, not doubled.
     let allocs = t
         .action
         .get(rows.start as usize..rows.end as usize)
         .map_or(0, |a| a.iter().filter(|&&x| x == Action::Alloc).count());
-    out.allocations.reserve_exact(allocs);
-    // Address → index of the open allocation in `out.allocations`.
-    let mut open: FxHashMap<u64, usize> = FxHashMap::default();
-    // Address → (event, stack) of a `free_requested` with no open allocation.
-    let mut lone_requests: FxHashMap<u64, (u32, StackId)> = FxHashMap::default();
+    let mut p = Pairing {
+        out: Replay {
+            device,
+            events: rows.len() as u32,
+            ..Replay::default()
+        },
+        open: FxHashMap::default(),
+        lone_requests: FxHashMap::default(),
+    };
+    p.out.allocations.reserve_exact(allocs);
     let mut streams = t.stream.cursor();
     for (event, r) in rows.enumerate() {
-        let event = event as u32;
         let r = r as usize;
         let (Some(&action), Some(&addr), Some(&size), Some(stream), Some(&stack)) = (
             t.action.get(r),
@@ -141,89 +140,138 @@ pub fn replay_device(s: &Snapshot, device: u32) -> Replay {
         ) else {
             continue;
         };
+        let e = Entry {
+            event: event as u32,
+            addr,
+            size,
+            stream,
+            stack,
+        };
         match action {
-            Action::Alloc => {
-                let idx = out.allocations.len();
-                out.allocations.push(Allocation {
-                    addr,
-                    version: 0,
-                    size_bytes: size,
-                    stream,
-                    stack,
-                    alloc_event: Some(event),
-                    free_requested_event: None,
-                    free_event: None,
-                    origin: Origin::Traced,
-                });
-                if open.insert(addr, idx).is_some() {
-                    out.realloc_without_free += 1;
-                }
-                lone_requests.remove(&addr);
-            }
-            Action::FreeRequested => {
-                match open.get(&addr).and_then(|&i| out.allocations.get_mut(i)) {
-                    Some(a) => a.free_requested_event = Some(event),
-                    None => {
-                        lone_requests.insert(addr, (event, stack));
-                    }
-                }
-            }
-            Action::FreeCompleted => {
-                match open.remove(&addr).and_then(|i| out.allocations.get_mut(i)) {
-                    Some(a) => a.free_event = Some(event),
-                    None => {
-                        let request = lone_requests.remove(&addr);
-                        let stack = match (stack, request) {
-                            (StackId::EMPTY, Some((_, st))) => st,
-                            _ => stack,
-                        };
-                        out.allocations.push(Allocation {
-                            addr,
-                            version: 0,
-                            size_bytes: size,
-                            stream,
-                            stack,
-                            alloc_event: None,
-                            free_requested_event: request.map(|(e, _)| e),
-                            free_event: Some(event),
-                            origin: Origin::UnmatchedFree,
-                        });
-                    }
-                }
-            }
+            Action::Alloc => p.alloc(e),
+            Action::FreeRequested => p.free_requested(e),
+            Action::FreeCompleted => p.free_completed(e),
             _ => {}
         }
     }
-    let mut active: rustc_hash::FxHashSet<u64> = Default::default();
-    for seg in s.segments.iter().filter(|g| g.device == device) {
-        for b in s.segment_blocks(seg) {
-            if b.state.is_active() {
-                active.insert(b.address);
-            }
-            if b.state.is_active() && !open.contains_key(&b.address) {
-                out.allocations.push(Allocation {
-                    addr: b.address,
-                    version: 0,
-                    size_bytes: b.requested_size_bytes,
-                    stream: seg.stream,
-                    stack: b.stack,
-                    alloc_event: None,
-                    free_requested_event: None,
-                    free_event: None,
-                    origin: Origin::Untraced,
-                });
+    p.untraced(s, device);
+    number_versions(&mut p.out.allocations);
+    p.out
+}
+
+/// One `alloc`/`free_requested`/`free_completed` entry of the trace.
+struct Entry {
+    event: u32,
+    addr: u64,
+    size: u64,
+    stream: u64,
+    stack: StackId,
+}
+
+/// The pairing as it walks the trace.
+struct Pairing {
+    out: Replay,
+    /// Address → index of the open allocation in `out.allocations`.
+    open: FxHashMap<u64, usize>,
+    /// Address → (event, stack) of a `free_requested` with no open allocation.
+    lone_requests: FxHashMap<u64, (u32, StackId)>,
+}
+
+impl Pairing {
+    fn alloc(&mut self, e: Entry) {
+        let idx = self.out.allocations.len();
+        self.out.allocations.push(Allocation {
+            addr: e.addr,
+            version: 0,
+            size_bytes: e.size,
+            stream: e.stream,
+            stack: e.stack,
+            alloc_event: Some(e.event),
+            free_requested_event: None,
+            free_event: None,
+            origin: Origin::Traced,
+        });
+        if self.open.insert(e.addr, idx).is_some() {
+            self.out.realloc_without_free += 1;
+        }
+        self.lone_requests.remove(&e.addr);
+    }
+
+    fn free_requested(&mut self, e: Entry) {
+        match self
+            .open
+            .get(&e.addr)
+            .and_then(|&i| self.out.allocations.get_mut(i))
+        {
+            Some(a) => a.free_requested_event = Some(e.event),
+            None => {
+                self.lone_requests.insert(e.addr, (e.event, e.stack));
             }
         }
     }
-    let open_traced = out
-        .allocations
-        .iter()
-        .filter(|a| a.origin == Origin::Traced && a.free_event.is_none())
-        .count();
-    let matched = open.keys().filter(|a| active.contains(a)).count();
-    out.open_not_in_segments = open_traced.saturating_sub(matched) as u64;
-    number_versions(&mut out.allocations);
-    out
+
+    /// Closes the open allocation at the address, or records one made before the trace (its
+    /// stack the free's, else its `free_requested`'s).
+    fn free_completed(&mut self, e: Entry) {
+        if let Some(a) = self
+            .open
+            .remove(&e.addr)
+            .and_then(|i| self.out.allocations.get_mut(i))
+        {
+            a.free_event = Some(e.event);
+            return;
+        }
+        let request = self.lone_requests.remove(&e.addr);
+        let stack = match (e.stack, request) {
+            (StackId::EMPTY, Some((_, st))) => st,
+            _ => e.stack,
+        };
+        self.out.allocations.push(Allocation {
+            addr: e.addr,
+            version: 0,
+            size_bytes: e.size,
+            stream: e.stream,
+            stack,
+            alloc_event: None,
+            free_requested_event: request.map(|(e, _)| e),
+            free_event: Some(e.event),
+            origin: Origin::UnmatchedFree,
+        });
+    }
+
+    /// Active blocks of the final segments the trace left no allocation open at are
+    /// allocations it never saw; counts the open ones no active block backs.
+    fn untraced(&mut self, s: &Snapshot, device: u32) {
+        let out = &mut self.out;
+        let mut active: rustc_hash::FxHashSet<u64> = Default::default();
+        for seg in s.segments.iter().filter(|g| g.device == device) {
+            for b in s.segment_blocks(seg) {
+                if b.state.is_active() {
+                    active.insert(b.address);
+                }
+                if b.state.is_active() && !self.open.contains_key(&b.address) {
+                    out.allocations.push(Allocation {
+                        addr: b.address,
+                        version: 0,
+                        size_bytes: b.requested_size_bytes,
+                        stream: seg.stream,
+                        stack: b.stack,
+                        alloc_event: None,
+                        free_requested_event: None,
+                        free_event: None,
+                        origin: Origin::Untraced,
+                    });
+                }
+            }
+        }
+        let open_traced = out
+            .allocations
+            .iter()
+            .filter(|a| a.origin == Origin::Traced && a.free_event.is_none())
+            .count();
+        let matched = self.open.keys().filter(|a| active.contains(a)).count();
+        out.open_not_in_segments = open_traced.saturating_sub(matched) as u64;
+    }
 }
 
 /// Sets each allocation's version: how many allocations at its address come before it and are

@@ -5,7 +5,7 @@
 use super::axis::format_bytes;
 use super::timeline::{ElementKind, Origin, TimelineKind, TimelineLayout};
 use crate::model::Snapshot;
-use crate::trace::{EntryExtra, StackId};
+use crate::trace::{EntryExtra, StackId, StrRuns};
 use serde::{Deserialize, Serialize};
 
 /// Whether upstream's filter keeps a frame (one filter for the CLI and the viewer: `flame`).
@@ -87,69 +87,18 @@ pub fn element_context(
     };
     let from = alloc_row.map_or_else(|| "before the trace".to_string(), |r| format!("event {r}"));
     let to = free_row.map_or_else(|| "end of trace".to_string(), |r| format!("event {r}"));
-    let mut notes = Vec::new();
-    match what {
-        ElementKind::Allocation(Origin::UnmatchedFree) => notes.push("alloc not recorded (made before the trace starts); stack trace of the free:".to_string()),
-        ElementKind::Allocation(Origin::Untraced) => notes.push(
-            "[Ghost block] active in the snapshot but never allocated in the trace: allocated before _record_memory_history() was enabled, or evicted from the ring buffer".to_string(),
-        ),
-        ElementKind::Remainder => notes.push("rest of a mapped range after part of it was unmapped".to_string()),
-        ElementKind::Allocation(Origin::Traced) | ElementKind::PoolEnvelope => {}
-    }
-    // The pool (from the entry's `pool_id`, else from the segment holding the address).
-    if let Some(&(a, b)) = el.pool.get(e).and_then(|p| layout.pools.get(p as usize)) {
-        let private = if (a, b) == (0, 0) {
-            ""
-        } else {
-            " (private pool)"
-        };
-        notes.push(format!("pool_id ({a}, {b}){private}"));
-    } else if el.pool.get(e).is_none() {
-        notes.push("pool_id unknown (its segment is not in the snapshot)".to_string());
-    }
+    let mut notes: Vec<String> = kind_note(what).into_iter().collect();
+    notes.extend(pool_note(layout, e));
     // Per-entry strings of the row the frames come from.
-    let src_row = alloc_row.or(free_row);
-    if let Some(a) = abs(src_row) {
-        if let Some(cc) = t
-            .compile_context
-            .get(a)
-            .map(|s| snap.str(*s))
-            .filter(|s| !s.is_empty())
-        {
-            notes.push(format!("Compile context: {cc}"));
-        }
-        if let Some(um) = t
-            .user_metadata
-            .get(a)
-            .map(|s| snap.str(*s))
-            .filter(|s| !s.is_empty())
-        {
-            notes.push(format!("User metadata: {um}"));
-        }
-        for x in t.extras_of(a as u32) {
-            match x {
-                // Shown above, as the element's pool.
-                EntryExtra::PoolId(..) => {}
-                EntryExtra::InternalMetadata(s) => {
-                    notes.push(format!("Internal metadata: {}", snap.str(*s)))
-                }
-                EntryExtra::Category(s) => notes.push(format!("Category: {}", snap.str(*s))),
-                _ => {}
-            }
-        }
+    let src = abs(alloc_row.or(free_row));
+    if let Some(a) = src {
+        entry_notes(snap, a, &mut notes);
     }
     // `annotate` events on this allocation while it was alive (torch ≥ 2.15).
     for (event, text) in annotations(layout, e) {
         notes.push(format!("Annotation (event {event}): {text}"));
     }
-    let mut forward_frames = Vec::new();
-    if let Some(a) = abs(src_row) {
-        for x in t.extras_of(a as u32) {
-            if let EntryExtra::ForwardFrames(v) = x {
-                forward_frames.extend(v.iter().map(|s| snap.str(*s).to_string()));
-            }
-        }
-    }
+    let forward_frames = src.map(|a| forward_frames(snap, a)).unwrap_or_default();
     let StackLines {
         frames,
         hidden: hidden_frames,
@@ -170,6 +119,69 @@ pub fn element_context(
         forward_frames,
         frame_info,
     })
+}
+
+/// What kind of element it is, when that needs saying.
+fn kind_note(what: ElementKind) -> Option<String> {
+    let note = match what {
+        ElementKind::Allocation(Origin::UnmatchedFree) => "alloc not recorded (made before the trace starts); stack trace of the free:",
+        ElementKind::Allocation(Origin::Untraced) => "[Ghost block] active in the snapshot but never allocated in the trace: allocated before _record_memory_history() was enabled, or evicted from the ring buffer",
+        ElementKind::Remainder => "rest of a mapped range after part of it was unmapped",
+        ElementKind::Allocation(Origin::Traced) | ElementKind::PoolEnvelope => return None,
+    };
+    Some(note.to_string())
+}
+
+/// The element's pool (from the entry's `pool_id`, else from the segment holding the address).
+fn pool_note(layout: &TimelineLayout, e: usize) -> Option<String> {
+    let el = &layout.elements;
+    if let Some(&(a, b)) = el.pool.get(e).and_then(|p| layout.pools.get(p as usize)) {
+        let private = if (a, b) == (0, 0) {
+            ""
+        } else {
+            " (private pool)"
+        };
+        Some(format!("pool_id ({a}, {b}){private}"))
+    } else if el.pool.get(e).is_none() {
+        Some("pool_id unknown (its segment is not in the snapshot)".to_string())
+    } else {
+        None
+    }
+}
+
+/// The strings trace entry `a` (absolute) carries: compile context, user metadata, internal
+/// metadata, category.
+fn entry_notes(snap: &Snapshot, a: usize, notes: &mut Vec<String>) {
+    let t = &snap.trace;
+    let text = |col: &StrRuns| col.get(a).map(|s| snap.str(*s)).filter(|s| !s.is_empty());
+    if let Some(cc) = text(&t.compile_context) {
+        notes.push(format!("Compile context: {cc}"));
+    }
+    if let Some(um) = text(&t.user_metadata) {
+        notes.push(format!("User metadata: {um}"));
+    }
+    for x in t.extras_of(a as u32) {
+        match x {
+            // Shown as the element's pool.
+            EntryExtra::PoolId(..) => {}
+            EntryExtra::InternalMetadata(s) => {
+                notes.push(format!("Internal metadata: {}", snap.str(*s)))
+            }
+            EntryExtra::Category(s) => notes.push(format!("Category: {}", snap.str(*s))),
+            _ => {}
+        }
+    }
+}
+
+/// The forward pass's frames recorded with trace entry `a` (absolute), for a backward op.
+fn forward_frames(snap: &Snapshot, a: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for x in snap.trace.extras_of(a as u32) {
+        if let EntryExtra::ForwardFrames(v) = x {
+            out.extend(v.iter().map(|s| snap.str(*s).to_string()));
+        }
+    }
+    out
 }
 
 /// `pool (1, 42) stream 0`, for a private pool's envelope element.
