@@ -99,6 +99,32 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         reserved_baseline_bytes: 0,
         peak_reserved_bytes: 0,
     };
+    add_final_state(s, device, &mut st);
+    let rows = s.device_rows(device);
+    st.trace_entries = rows.len() as u64;
+    let TraceSums {
+        net,
+        max_net,
+        max_at,
+        net_seg,
+        max_seg,
+    } = trace_sums(s, rows, &mut st.actions);
+    let base = st.requested_bytes as i128 - net;
+    let seg_base = st.reserved_bytes as i128 - net_seg;
+    let (peak, peak_at) = (base + max_net, max_at);
+    let peak_s = seg_base + max_seg;
+    let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+    st.timeline_baseline_bytes = clamp(base);
+    st.timeline_peak_bytes = clamp(peak);
+    st.timeline_peak_event = u32::try_from(peak_at).ok();
+    st.reserved_baseline_bytes = clamp(seg_base);
+    st.peak_reserved_bytes = clamp(peak_s);
+    st
+}
+
+/// The final segments' numbers: segments, blocks, reserved, allocated, active, requested,
+/// inactive split and the largest free block.
+fn add_final_state(s: &Snapshot, device: u32, st: &mut DeviceStats) {
     for seg in s.segments.iter().filter(|g| g.device == device) {
         st.segments += 1;
         st.reserved_bytes += seg.total_size_bytes;
@@ -125,12 +151,26 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
             }
         }
     }
-    let rows = s.device_rows(device);
-    st.trace_entries = rows.len() as u64;
+}
+
+/// Running sums over a device's trace from 0: live bytes (alloc − free_completed) and segment
+/// bytes (map − unmap), with their first maxima.
+struct TraceSums {
+    net: i128,
+    max_net: i128,
+    /// Device-local event of `max_net` (`-1`: none above 0).
+    max_at: i64,
+    net_seg: i128,
+    max_seg: i128,
+}
+
+/// One pass over `rows`: the running sums and the count of each action (into `actions`).
+fn trace_sums(
+    s: &Snapshot,
+    rows: std::ops::Range<u32>,
+    actions_count: &mut BTreeMap<String, u64>,
+) -> TraceSums {
     let t = &s.trace;
-    // One pass: running sums from 0 and their first maxima; the baselines, known only at the
-    // end, shift every running value alike, so the peaks are baseline + the largest sum
-    // (when above 0, else the baseline itself, before the first event).
     let (mut net, mut max_net, mut max_at) = (0i128, 0i128, -1i64);
     let (mut net_seg, mut max_seg) = (0i128, 0i128);
     // Known actions counted by kind; unknown ones (rare) by the name the file wrote. The sums
@@ -158,7 +198,9 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
         counts[a] += 1;
         if action == Action::Unknown {
             let r = rows.start as usize + i;
-            *st.actions.entry(s.action_name(r).to_string()).or_default() += 1;
+            *actions_count
+                .entry(s.action_name(r).to_string())
+                .or_default() += 1;
         }
         let size = size as i128;
         net += size * live_sign[a];
@@ -171,18 +213,14 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     }
     for a in Action::ALL {
         if a != Action::Unknown && counts[a as usize] > 0 {
-            *st.actions.entry(a.name().to_string()).or_default() += counts[a as usize];
+            *actions_count.entry(a.name().to_string()).or_default() += counts[a as usize];
         }
     }
-    let base = st.requested_bytes as i128 - net;
-    let seg_base = st.reserved_bytes as i128 - net_seg;
-    let (peak, peak_at) = (base + max_net, max_at);
-    let peak_s = seg_base + max_seg;
-    let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-    st.timeline_baseline_bytes = clamp(base);
-    st.timeline_peak_bytes = clamp(peak);
-    st.timeline_peak_event = u32::try_from(peak_at).ok();
-    st.reserved_baseline_bytes = clamp(seg_base);
-    st.peak_reserved_bytes = clamp(peak_s);
-    st
+    TraceSums {
+        net,
+        max_net,
+        max_at,
+        net_seg,
+        max_seg,
+    }
 }
