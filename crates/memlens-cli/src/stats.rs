@@ -161,7 +161,11 @@ fn device_text(t: &mut String, snap: &Snapshot, d: &DeviceStats) {
         "  fragmentation       {}  (1 - largest free block / free)",
         pct(frag, free)
     );
-    let rows = snap.device_rows(d.device);
+    trace_text(t, snap, d);
+}
+
+/// The trace's lines of [`device_text`]: baseline, peak, peak reserved, entries by action.
+fn trace_text(t: &mut String, snap: &Snapshot, d: &DeviceStats) {
     if d.trace_entries == 0 {
         t.push_str(
             "  trace               no entries (memory history not recorded for this device)\n",
@@ -173,26 +177,11 @@ fn device_text(t: &mut String, snap: &Snapshot, d: &DeviceStats) {
         "  timeline baseline   {}  (live before the first event)",
         signed(d.timeline_baseline_bytes)
     );
-    let at = if let Some(peak) = d.timeline_peak_event {
-        let row = u64::from(rows.start) + u64::from(peak);
-        let what = usize::try_from(row)
-            .ok()
-            .and_then(|r| {
-                Some((
-                    snap.trace.action.get(r)?.name(),
-                    *snap.trace.size_bytes.get(r)?,
-                ))
-            })
-            .map(|(a, s)| format!(" ({a} {})", Bytes::from(s)))
-            .unwrap_or_default();
-        format!("after event {peak} of {}{what}", d.trace_entries)
-    } else {
-        "before the first event".to_string()
-    };
     let _ = writeln!(
         t,
-        "  timeline peak       {}  {at}",
-        signed(d.timeline_peak_bytes)
+        "  timeline peak       {}  {}",
+        signed(d.timeline_peak_bytes),
+        peak_at(snap, d)
     );
     let _ = writeln!(t, "  peak reserved       {}", signed(d.peak_reserved_bytes));
     let actions: Vec<String> = d.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -202,6 +191,25 @@ fn device_text(t: &mut String, snap: &Snapshot, d: &DeviceStats) {
         d.trace_entries,
         actions.join(", ")
     );
+}
+
+/// Where the timeline peaks: "after event N of M (alloc 2.0MiB)", or before the first event.
+fn peak_at(snap: &Snapshot, d: &DeviceStats) -> String {
+    let Some(peak) = d.timeline_peak_event else {
+        return "before the first event".to_string();
+    };
+    let row = u64::from(snap.device_rows(d.device).start) + u64::from(peak);
+    let what = usize::try_from(row)
+        .ok()
+        .and_then(|r| {
+            Some((
+                snap.trace.action.get(r)?.name(),
+                *snap.trace.size_bytes.get(r)?,
+            ))
+        })
+        .map(|(a, s)| format!(" ({a} {})", Bytes::from(s)))
+        .unwrap_or_default();
+    format!("after event {peak} of {}{what}", d.trace_entries)
 }
 
 fn signed(n: i64) -> String {
@@ -264,61 +272,14 @@ fn segsum(t: &mut String, snap: &Snapshot, device: u32) {
         (0u64, 0u64, 0u64, 0u64);
     for seg in &segs {
         total_reserved += seg.total_size_bytes;
-        let (mut seg_ext, mut seg_int, mut seg_alloc) = (0u64, 0u64, 0u64);
-        let mut ranges: Vec<(u64, u64)> = Vec::new();
-        let mut offset = 0u64;
-        for b in snap.segment_blocks(seg) {
-            if b.state == BlockState::ActiveAllocated {
-                let allocated = b.requested_size_bytes.min(b.size_bytes);
-                ranges.push((offset, allocated));
-                seg_alloc += allocated;
-                seg_int += b.size_bytes - allocated;
-            } else {
-                seg_ext += b.size_bytes;
-            }
-            offset = offset.saturating_add(b.size_bytes);
-        }
-        seg_ext += seg.total_size_bytes.saturating_sub(offset);
-        total_allocated += seg_alloc;
-        free_external += seg_ext;
-        free_internal += seg_int;
+        let u = segment_use(snap, seg);
+        total_allocated += u.allocated;
+        free_external += u.external;
+        free_internal += u.internal;
         if seg.total_size_bytes < PAGE_SIZE {
             continue;
         }
-        let pages = usize::try_from((seg.total_size_bytes - 1) / PAGE_SIZE + 1).unwrap_or(0);
-        let mut occupied = vec![' '; pages];
-        let mut frac = vec![0.0f64; pages];
-        for (i, &(start, size)) in ranges.iter().enumerate() {
-            let finish = start.saturating_add(size);
-            let first = start / PAGE_SIZE;
-            let last = if finish == 0 {
-                0
-            } else {
-                (finish - 1) / PAGE_SIZE + 1
-            };
-            let mark = char::from(b'a' + (i % 26) as u8);
-            for j in first..last {
-                let s = start.max(j * PAGE_SIZE);
-                let e = finish.min((j + 1) * PAGE_SIZE);
-                let Some(j) = usize::try_from(j).ok() else {
-                    continue;
-                };
-                let (Some(o), Some(f)) = (occupied.get_mut(j), frac.get_mut(j)) else {
-                    continue;
-                };
-                *f += e.saturating_sub(s) as f64 / PAGE_SIZE as f64;
-                if *o != ' ' {
-                    let tenth = ((*f * 10.0) as usize).min(10);
-                    *o = "0123456789*"
-                        .as_bytes()
-                        .get(tenth)
-                        .map_or('*', |&c| char::from(c));
-                } else {
-                    *o = mark;
-                }
-            }
-        }
-        let body: String = occupied.into_iter().collect();
+        let body = page_bar(&u.ranges, seg.total_size_bytes);
         let stream = if seg.stream == 0 {
             String::new()
         } else {
@@ -328,7 +289,7 @@ fn segsum(t: &mut String, snap: &Snapshot, device: u32) {
             t,
             "[{body}] {} allocated, {} free{stream}",
             Bytes::from(seg.total_size_bytes),
-            report_free(seg_ext, seg_int)
+            report_free(u.external, u.internal)
         );
     }
     let _ = writeln!(t, "segments: {}", segs.len());
@@ -339,6 +300,78 @@ fn segsum(t: &mut String, snap: &Snapshot, device: u32) {
         "total_free: {}",
         report_free(free_external, free_internal)
     );
+}
+
+/// How one segment is used, as upstream's `segsum` counts it.
+struct SegmentUse {
+    /// (offset, allocated bytes) of each active_allocated block.
+    ranges: Vec<(u64, u64)>,
+    allocated: u64,
+    /// Free bytes outside blocks in use, and lost to rounding inside them.
+    external: u64,
+    internal: u64,
+}
+
+fn segment_use(snap: &Snapshot, seg: &memlens_core::model::Segment) -> SegmentUse {
+    let mut u = SegmentUse {
+        ranges: Vec::new(),
+        allocated: 0,
+        external: 0,
+        internal: 0,
+    };
+    let mut offset = 0u64;
+    for b in snap.segment_blocks(seg) {
+        if b.state == BlockState::ActiveAllocated {
+            let allocated = b.requested_size_bytes.min(b.size_bytes);
+            u.ranges.push((offset, allocated));
+            u.allocated += allocated;
+            u.internal += b.size_bytes - allocated;
+        } else {
+            u.external += b.size_bytes;
+        }
+        offset = offset.saturating_add(b.size_bytes);
+    }
+    u.external += seg.total_size_bytes.saturating_sub(offset);
+    u
+}
+
+/// Upstream's bar of a segment's pages: a block's letter on a page it fills alone, a digit
+/// (tenths full) or `*` on a page shared by several, a space on a free page.
+fn page_bar(ranges: &[(u64, u64)], total: u64) -> String {
+    let pages = usize::try_from((total - 1) / PAGE_SIZE + 1).unwrap_or(0);
+    let mut occupied = vec![' '; pages];
+    let mut frac = vec![0.0f64; pages];
+    for (i, &(start, size)) in ranges.iter().enumerate() {
+        let finish = start.saturating_add(size);
+        let first = start / PAGE_SIZE;
+        let last = if finish == 0 {
+            0
+        } else {
+            (finish - 1) / PAGE_SIZE + 1
+        };
+        let mark = char::from(b'a' + (i % 26) as u8);
+        for j in first..last {
+            let s = start.max(j * PAGE_SIZE);
+            let e = finish.min((j + 1) * PAGE_SIZE);
+            let Some(j) = usize::try_from(j).ok() else {
+                continue;
+            };
+            let (Some(o), Some(f)) = (occupied.get_mut(j), frac.get_mut(j)) else {
+                continue;
+            };
+            *f += e.saturating_sub(s) as f64 / PAGE_SIZE as f64;
+            if *o != ' ' {
+                let tenth = ((*f * 10.0) as usize).min(10);
+                *o = "0123456789*"
+                    .as_bytes()
+                    .get(tenth)
+                    .map_or('*', |&c| char::from(c));
+            } else {
+                *o = mark;
+            }
+        }
+    }
+    occupied.into_iter().collect()
 }
 
 #[cfg(test)]

@@ -66,6 +66,71 @@ fn unpack_layout(data: &JsValue) -> Result<TimelineLayout, String> {
     Ok(u.value)
 }
 
+/// A layout reply: the layout, timed and logged, or the failure of its file.
+fn layout_reply(data: &JsValue, key: LayoutKey, build_ms: f64) -> Reply {
+    let t0 = now_ms();
+    match unpack_layout(data) {
+        Ok(layout) => {
+            web_sys::console::log_1(
+                &format!(
+                    "memlens: layout of device {} ({:?}): {} elements, {} pieces; built in {build_ms:.0} ms (worker), unpacked in {:.0} ms",
+                    key.device,
+                    key.kind,
+                    layout.len(),
+                    layout.piece_count(),
+                    now_ms() - t0
+                )
+                .into(),
+            );
+            Reply::Layout { key, layout }
+        }
+        Err(e) => Reply::Failed {
+            id: key.file,
+            message: format!("bad layout from the worker: {e}"),
+        },
+    }
+}
+
+/// The history's event list of file `id`'s `device`, logged.
+fn event_columns(data: &JsValue, id: u32, device: u32) -> Result<EventColumns, String> {
+    let ev = pack::unpack::<EventList>(data).map_err(|e| format!("memlens: {e}"))?;
+    let mut list = ev.value;
+    list.device = device;
+    let ev = EventColumns { file: id, list };
+    web_sys::console::log_1(
+        &format!(
+            "memlens: state history list of device {device}: {} entries (history built in {:.1} ms)",
+            ev.len(),
+            ev.meta.build_ms
+        )
+        .into(),
+    );
+    Ok(ev)
+}
+
+/// A state of the history (an empty one, logged, when it does not unpack).
+fn state_frame(data: &JsValue, id: u32, device: u32, requested: Option<u32>) -> StateFrame {
+    let frame = pack::unpack::<StateFrame>(data).map_or_else(
+        |e| {
+            web_sys::console::error_1(&format!("memlens: {e}").into());
+            StateFrame::default()
+        },
+        |u| u.value,
+    );
+    StateFrame {
+        file: id,
+        device,
+        requested,
+        received_ms: now_ms(),
+        ..frame
+    }
+}
+
+/// The matches bitset of a search reply.
+fn search_bits(data: &JsValue) -> Option<Vec<u64>> {
+    pack::unpack::<SearchHits>(data).ok().map(|h| h.value.bits)
+}
+
 impl Reply {
     /// Decodes a message; `Err` for one that is not a reply to act on (logged by the caller).
     pub fn decode(data: &JsValue) -> Result<Reply, String> {
@@ -80,34 +145,15 @@ impl Reply {
                 device,
                 kind,
                 build_ms,
-            } => {
-                let t0 = now_ms();
-                match unpack_layout(data) {
-                    Ok(layout) => {
-                        web_sys::console::log_1(
-                            &format!(
-                                "memlens: layout of device {device} ({kind:?}): {} elements, {} pieces; built in {build_ms:.0} ms (worker), unpacked in {:.0} ms",
-                                layout.len(),
-                                layout.piece_count(),
-                                now_ms() - t0
-                            )
-                            .into(),
-                        );
-                        Reply::Layout {
-                            key: LayoutKey {
-                                file: id,
-                                device,
-                                kind,
-                            },
-                            layout,
-                        }
-                    }
-                    Err(e) => Reply::Failed {
-                        id,
-                        message: format!("bad layout from the worker: {e}"),
-                    },
-                }
-            }
+            } => layout_reply(
+                data,
+                LayoutKey {
+                    file: id,
+                    device,
+                    kind,
+                },
+                build_ms,
+            ),
             FromWorker::Context {
                 id,
                 device,
@@ -126,40 +172,13 @@ impl Reply {
                 ctx,
             },
             FromWorker::StateEvents { id, device } => {
-                let ev = pack::unpack::<EventList>(data).map_err(|e| format!("memlens: {e}"))?;
-                let mut list = ev.value;
-                list.device = device;
-                let ev = EventColumns { file: id, list };
-                web_sys::console::log_1(
-                    &format!(
-                        "memlens: state history list of device {device}: {} entries (history built in {:.1} ms)",
-                        ev.len(),
-                        ev.meta.build_ms
-                    )
-                    .into(),
-                );
-                Reply::StateEvents(ev)
+                Reply::StateEvents(event_columns(data, id, device)?)
             }
             FromWorker::State {
                 id,
                 device,
                 requested,
-            } => {
-                let frame = pack::unpack::<StateFrame>(data).map_or_else(
-                    |e| {
-                        web_sys::console::error_1(&format!("memlens: {e}").into());
-                        StateFrame::default()
-                    },
-                    |u| u.value,
-                );
-                Reply::State(StateFrame {
-                    file: id,
-                    device,
-                    requested,
-                    received_ms: now_ms(),
-                    ..frame
-                })
-            }
+            } => Reply::State(state_frame(data, id, device, requested)),
             FromWorker::Diagnosis {
                 id,
                 device,
@@ -226,11 +245,7 @@ impl Reply {
                 error,
                 search_ms,
             } => {
-                let bits = error
-                    .is_none()
-                    .then(|| pack::unpack::<SearchHits>(data).ok())
-                    .flatten()
-                    .map(|h| h.value.bits);
+                let bits = error.is_none().then(|| search_bits(data)).flatten();
                 Reply::Search(SearchAnswer {
                     key: LayoutKey {
                         file: id,
