@@ -94,40 +94,9 @@ pub fn controls(state: &UseReducerHandle<AppState>) -> Html {
     let has_times = state
         .current_layout()
         .is_some_and(|l| !l.0.time_us.is_empty());
-    let active = !state.search_text.0.trim().is_empty() || !state.search_text.1.trim().is_empty();
-    let outcome = state
-        .search
-        .as_ref()
-        .filter(|o| Some(o.key) == state.layout_key() && o.seq == state.search_seq);
-    let status = match (active, outcome) {
-        (false, _) => html! {},
-        (true, None) => {
-            html! { <span class="muted small" data-testid="search-count">{ "searching…" }</span> }
-        }
-        (true, Some(o)) => match &o.error {
-            Some(e) => {
-                html! { <span class="search-error small" data-testid="search-count" data-error="1">{ e.clone() }</span> }
-            }
-            None => html! {
-                <span class="small" data-testid="search-count" data-count={o.count.to_string()}>
-                    { format!("{} match{}", o.count, if o.count == 1 { "" } else { "es" }) }
-                    <span class="muted">{ format!(" ({:.0} ms)", o.search_ms) }</span>
-                </span>
-            },
-        },
-    };
+    let status = search_status(state);
     let time = state.time_axis && has_times;
-    // On the time axis, what time 0 is (the first event's `time_us`, UTC).
-    let origin = state
-        .current_layout()
-        .and_then(|l| l.0.time_us.first().copied())
-        .filter(|_| time)
-        .map(|us| {
-            js_sys::Date::new(&JsValue::from_f64(us as f64 / 1000.0))
-                .to_iso_string()
-                .as_string()
-                .unwrap_or_default()
-        });
+    let origin = time_origin(state).filter(|_| time);
     html! {
         <div class="view-controls" data-testid="view-controls">
             <input type="search" class="search" placeholder="Search address (hex)…" data-testid="search-address"
@@ -154,4 +123,41 @@ pub fn controls(state: &UseReducerHandle<AppState>) -> Html {
             <span class="muted small hint">{ "drag: pan · shift-drag: zoom to a range · alt-drag: ruler · wheel or W/S: zoom · A/D: pan · ?: all keys" }</span>
         </div>
     }
+}
+
+/// The search's state beside the boxes: searching, its error, or the count and its time.
+fn search_status(state: &AppState) -> Html {
+    let active = !state.search_text.0.trim().is_empty() || !state.search_text.1.trim().is_empty();
+    let outcome = state
+        .search
+        .as_ref()
+        .filter(|o| Some(o.key) == state.layout_key() && o.seq == state.search_seq);
+    match (active, outcome) {
+        (false, _) => html! {},
+        (true, None) => {
+            html! { <span class="muted small" data-testid="search-count">{ "searching…" }</span> }
+        }
+        (true, Some(o)) => match &o.error {
+            Some(e) => {
+                html! { <span class="search-error small" data-testid="search-count" data-error="1">{ e.clone() }</span> }
+            }
+            None => html! {
+                <span class="small" data-testid="search-count" data-count={o.count.to_string()}>
+                    { format!("{} match{}", o.count, if o.count == 1 { "" } else { "es" }) }
+                    <span class="muted">{ format!(" ({:.0} ms)", o.search_ms) }</span>
+                </span>
+            },
+        },
+    }
+}
+
+/// On the time axis, what time 0 is: the first event's `time_us`, as UTC.
+fn time_origin(state: &AppState) -> Option<String> {
+    let us = state.current_layout()?.0.time_us.first().copied()?;
+    Some(
+        js_sys::Date::new(&JsValue::from_f64(us as f64 / 1000.0))
+            .to_iso_string()
+            .as_string()
+            .unwrap_or_default(),
+    )
 }
