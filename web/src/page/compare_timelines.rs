@@ -148,6 +148,73 @@ fn draw_totals(c: &HtmlCanvasElement, p: &Totals, maps: &Maps) {
     let _ = ctx.fill_text("totals", MARGIN_LEFT - 6.0, top + ph / 2.0);
 }
 
+/// What one side's timeline is drawn with.
+struct Side<'a> {
+    p: &'a Props,
+    /// 0: A, 1: B.
+    i: usize,
+    maps: &'a Rc<Maps>,
+    /// Whether each side has painted (the view's `data-painted-ms` once both have).
+    painted: &'a Rc<std::cell::RefCell<[bool; 2]>>,
+    root: &'a NodeRef,
+}
+
+/// One side's timeline: its window and cursor in its own event space, and its callbacks back
+/// to the shared axis.
+fn track(s: Side<'_>) -> Html {
+    let (p, i, m) = (s.p, s.i, s.maps);
+    let (t, map) = if i == 0 { (&p.a, &m.0) } else { (&p.b, &m.1) };
+    let window = p.window.map(|(a, b)| (map.x(a), map.x(b)));
+    let cursor = p.cursor.map(|c| map.x(c.at));
+    let on_window = {
+        let (map, cb) = (map.clone(), p.on_window.clone());
+        Callback::from(move |w: Option<(f64, f64)>| {
+            cb.emit(w.map(|(a, b)| (map.shared(a), map.shared(b))))
+        })
+    };
+    let on_cursor = {
+        let (m, cb, sides) = (m.clone(), p.on_cursor.clone(), (p.a.side, p.b.side));
+        let map = map.clone();
+        Callback::from(move |x: f64| {
+            let at = map.shared(x);
+            cb.emit(Cursor {
+                a: sides.0,
+                b: sides.1,
+                at,
+                a_event: m.0.event_at(m.0.x(at)),
+                b_event: m.1.event_at(m.1.x(at)),
+            })
+        })
+    };
+    let on_painted = {
+        let (painted, root, opened) = (s.painted.clone(), s.root.clone(), p.opened_ms);
+        Callback::from(move |_| {
+            let both = {
+                let mut d = painted.borrow_mut();
+                d[i] = true;
+                d[0] && d[1]
+            };
+            let el = root.cast::<web_sys::Element>();
+            if let Some(el) = el.filter(|e| both && !e.has_attribute("data-painted-ms")) {
+                let ms = crate::wire::clock::now_ms() - opened;
+                let _ = el.set_attribute("data-painted-ms", &format!("{ms:.1}"));
+            }
+        })
+    };
+    let matches = t.matches.clone().map(crate::page::app_state::SharedMatches);
+    html! {
+        <div class="compare-track" data-testid={if i == 0 { "compare-track-a" } else { "compare-track-b" }}
+            data-peak-bytes={t.peak_bytes.to_string()} data-peak-event={t.peak_event.map(|e| e.to_string())}
+            data-window={window.map(|(a, b)| format!("{a:.3},{b:.3}"))}
+            data-matches={t.matches.as_ref().map(|m| m.count().to_string())}>
+            <div class="compare-track-label" style={format!("color:{}", COLOURS[i])}>{ &t.label }</div>
+            <TimelineView layout={t.layout.clone()} kind={memlens_core::layout::TimelineKind::Active}
+                {window} selected={None::<u32>} {matches} time_axis={p.time_axis}
+                {on_window} on_pin={Callback::noop()} {on_painted} {cursor} on_cursor={Some(on_cursor)} />
+        </div>
+    }
+}
+
 #[function_component(CompareTimelines)]
 pub fn compare_timelines(p: &Props) -> Html {
     let totals = use_node_ref();
@@ -172,59 +239,14 @@ pub fn compare_timelines(p: &Props) -> Html {
             }
         });
     }
-    // One side's window and cursor in its own event space, and its callbacks back to shared.
-    let side = |i: usize, t: &Track, map: &AxisMap| {
-        let window = p.window.map(|(a, b)| (map.x(a), map.x(b)));
-        let cursor = p.cursor.map(|c| map.x(c.at));
-        let on_window = {
-            let (map, cb) = (map.clone(), p.on_window.clone());
-            Callback::from(move |w: Option<(f64, f64)>| {
-                cb.emit(w.map(|(a, b)| (map.shared(a), map.shared(b))))
-            })
-        };
-        let on_cursor = {
-            let (m, cb, sides) = (m.clone(), p.on_cursor.clone(), (p.a.side, p.b.side));
-            let map = if i == 0 { m.0.clone() } else { m.1.clone() };
-            Callback::from(move |x: f64| {
-                let at = map.shared(x);
-                cb.emit(Cursor {
-                    a: sides.0,
-                    b: sides.1,
-                    at,
-                    a_event: m.0.event_at(m.0.x(at)),
-                    b_event: m.1.event_at(m.1.x(at)),
-                })
-            })
-        };
-        let on_painted = {
-            let (painted, root, opened) = (painted.clone(), root.clone(), p.opened_ms);
-            Callback::from(move |_| {
-                let both = {
-                    let mut d = painted.borrow_mut();
-                    d[i] = true;
-                    d[0] && d[1]
-                };
-                let el = root.cast::<web_sys::Element>();
-                if let Some(el) = el.filter(|e| both && !e.has_attribute("data-painted-ms")) {
-                    let ms = crate::wire::clock::now_ms() - opened;
-                    let _ = el.set_attribute("data-painted-ms", &format!("{ms:.1}"));
-                }
-            })
-        };
-        let matches = t.matches.clone().map(crate::page::app_state::SharedMatches);
-        html! {
-            <div class="compare-track" data-testid={if i == 0 { "compare-track-a" } else { "compare-track-b" }}
-                data-peak-bytes={t.peak_bytes.to_string()} data-peak-event={t.peak_event.map(|e| e.to_string())}
-                data-window={window.map(|(a, b)| format!("{a:.3},{b:.3}"))}
-                data-matches={t.matches.as_ref().map(|m| m.count().to_string())}>
-                <div class="compare-track-label" style={format!("color:{}", COLOURS[i])}>{ &t.label }</div>
-                <TimelineView layout={t.layout.clone()} kind={memlens_core::layout::TimelineKind::Active}
-                    {window} selected={None::<u32>} {matches} time_axis={p.time_axis}
-                    {on_window} on_pin={Callback::noop()} {on_painted} {cursor} on_cursor={Some(on_cursor)} />
-            </div>
-        }
+    let side = |i: usize| Side {
+        p,
+        i,
+        maps: &m,
+        painted: &painted,
+        root: &root,
     };
-    let (track_a, track_b) = (side(0, &p.a, &m.0), side(1, &p.b, &m.1));
+    let (track_a, track_b) = (track(side(0)), track(side(1)));
     let on_totals_click = {
         let (m, cb, window) = (m.clone(), p.on_window.clone(), p.window);
         Callback::from(move |e: MouseEvent| {
