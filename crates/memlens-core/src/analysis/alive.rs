@@ -51,8 +51,7 @@ pub struct Alive {
     pub by_class: Vec<ClassRow>,
 }
 
-/// Event as [`crate::replay::Allocation::is_live_at`] takes it (`-1`: before the first).
-/// The allocations alive after `event`, grouped.
+/// The allocations alive after `event` (`None`: before the first), grouped.
 pub fn alive_at(replay: &Replay, cx: &mut Classifier, event: Option<EventIdx>) -> Alive {
     let mut groups: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     let mut stacks: FxHashMap<StackId, (u32, u64, u64)> = FxHashMap::default();

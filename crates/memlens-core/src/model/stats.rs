@@ -111,12 +111,12 @@ pub fn device_stats(s: &Snapshot, device: u32) -> DeviceStats {
     } = trace_sums(s, rows, &mut st.actions);
     let base = st.requested_bytes as i128 - net;
     let seg_base = st.reserved_bytes as i128 - net_seg;
-    let (peak, peak_at) = (base + max_net, max_at);
+    let peak = base + max_net;
     let peak_s = seg_base + max_seg;
     let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
     st.timeline_baseline_bytes = clamp(base);
     st.timeline_peak_bytes = clamp(peak);
-    st.timeline_peak_event = u32::try_from(peak_at).ok();
+    st.timeline_peak_event = max_at;
     st.reserved_baseline_bytes = clamp(seg_base);
     st.peak_reserved_bytes = clamp(peak_s);
     st
@@ -158,8 +158,8 @@ fn add_final_state(s: &Snapshot, device: u32, st: &mut DeviceStats) {
 struct TraceSums {
     net: i128,
     max_net: i128,
-    /// Device-local event of `max_net` (`-1`: none above 0).
-    max_at: i64,
+    /// Device-local event of `max_net` (`None`: none above 0).
+    max_at: Option<u32>,
     net_seg: i128,
     max_seg: i128,
 }
@@ -171,6 +171,7 @@ fn trace_sums(
     actions_count: &mut BTreeMap<String, u64>,
 ) -> TraceSums {
     let t = &s.trace;
+    // `max_at` stays an `i64` in the loop (-1: none yet) so the update is a select, not a branch.
     let (mut net, mut max_net, mut max_at) = (0i128, 0i128, -1i64);
     let (mut net_seg, mut max_seg) = (0i128, 0i128);
     // Known actions counted by kind; unknown ones (rare) by the name the file wrote. The sums
@@ -219,7 +220,7 @@ fn trace_sums(
     TraceSums {
         net,
         max_net,
-        max_at,
+        max_at: u32::try_from(max_at).ok(),
         net_seg,
         max_seg,
     }

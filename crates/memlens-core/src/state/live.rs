@@ -113,7 +113,9 @@ pub(crate) struct RangeFlags {
 /// [`State::numbers`](super::State::numbers) and [`State::columns`](super::State::columns).
 #[derive(Debug, Clone)]
 pub struct State {
-    pub(crate) history_id: u64,
+    /// The history whose entries `pos` counts (`None`: none yet; a seek starts from a
+    /// checkpoint).
+    pub(crate) history_id: Option<u64>,
     pub(crate) pos: usize,
     pub(crate) segs: AddrMap<Seg>,
     pub(crate) blocks: AddrMap<Blk>,
@@ -146,7 +148,7 @@ impl PartialEq for State {
 impl State {
     pub(crate) fn empty(history_id: u64) -> State {
         State {
-            history_id,
+            history_id: Some(history_id),
             pos: 0,
             segs: AddrMap::new(),
             blocks: AddrMap::new(),

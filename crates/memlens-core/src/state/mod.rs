@@ -854,7 +854,7 @@ impl AllocatorHistory {
     pub fn state_at(&self, event: Option<usize>) -> State {
         let mut st = State::empty(self.id);
         st.derived = true;
-        st.pos = usize::MAX;
+        st.history_id = None;
         self.seek(&mut st, event);
         st
     }
@@ -863,9 +863,9 @@ impl AllocatorHistory {
     /// last), stepping from where it is or from the nearest checkpoint, whichever is cheaper.
     pub fn seek(&self, st: &mut State, event: Option<usize>) {
         let target = event.map_or(0, |e| e.saturating_add(1)).min(self.events);
-        let ours = st.history_id == self.id && st.pos <= self.events;
+        let ours = st.history_id == Some(self.id) && st.pos <= self.events;
         if !ours {
-            st.history_id = self.id;
+            st.history_id = Some(self.id);
             st.derived = true;
             st.watch.clear();
         }
