@@ -659,37 +659,10 @@ impl<R: Record> Builder<'_, R> {
         let ev = i as u32;
         let addr = self.inp.addr.get(i).copied().unwrap_or(0);
         let req = self.inp.requested.get(i).copied().unwrap_or(0);
-        // Read only by the rare segment ops.
-        let stream = || {
-            self.snap
-                .trace
-                .stream
-                .get(row as usize)
-                .copied()
-                .unwrap_or(0)
-        };
         let in_range = addr.checked_add(round_size(req)).is_some();
         match action {
             Action::Alloc if in_range => self.undo_alloc(st, i, addr, req),
-            Action::FreeRequested => {
-                if st.set_state(
-                    addr,
-                    false,
-                    BlockState::ActivePendingFree,
-                    BlockState::ActiveAllocated,
-                ) {
-                    self.op(i, OpKind::FreeRequested, 0, 0);
-                } else if st.set_state(
-                    addr,
-                    true,
-                    BlockState::ActivePendingFree,
-                    BlockState::ActiveAllocated,
-                ) {
-                    self.op(i, OpKind::FreeRequested, 0, Ops::ORPHAN);
-                } else {
-                    self.issue(ev, IssueKind::FreeRequestedWithoutBlock);
-                }
-            }
+            Action::FreeRequested => self.undo_free_requested(st, i, addr),
             Action::FreeCompleted if in_range => self.undo_free(st, i, addr, req),
             Action::SegmentAlloc if in_range => match st.remove_free_segment(addr, req) {
                 Some(meta) => {
@@ -698,22 +671,7 @@ impl<R: Record> Builder<'_, R> {
                 }
                 None => self.issue(ev, IssueKind::SegmentAllocMismatch),
             },
-            Action::SegmentFree if in_range => {
-                if req == 0 || st.overlaps_segment(addr, req) {
-                    self.issue(ev, IssueKind::SegmentFreeOverlap);
-                    return;
-                }
-                let meta = SegmentMeta {
-                    stream: stream(),
-                    pool_id: self.pool_of(row),
-                    is_expandable: false,
-                    kind: SegmentKind::infer(req, false),
-                    stack: self.inp.stack_of(i),
-                };
-                st.add_segment(addr, req, meta);
-                self.op(i, OpKind::SegmentFree, req, 0);
-                self.rec.meta(ev, meta);
-            }
+            Action::SegmentFree if in_range => self.undo_segment_free(st, i, row, addr, req),
             Action::SegmentMap if in_range => match st.remove_range(addr, req, None) {
                 Some((f, meta)) => {
                     self.op(i, OpKind::SegmentMap, req, Ops::range_flags(f));
@@ -721,54 +679,7 @@ impl<R: Record> Builder<'_, R> {
                 }
                 None => self.issue(ev, IssueKind::SegmentMapMismatch),
             },
-            Action::SegmentUnmap if in_range => {
-                if req == 0 || st.overlaps_segment(addr, req) {
-                    self.issue(ev, IssueKind::SegmentUnmapOverlap);
-                    return;
-                }
-                let pool = self.pool_of(row);
-                let stream = stream();
-                let joins = |m: &SegmentMeta| {
-                    m.is_expandable
-                        && m.stream == stream
-                        && !matches!((m.pool_id, pool), (Some(a), Some(b)) if a != b)
-                };
-                let end = addr + req;
-                let left = st
-                    .segs
-                    .before(addr)
-                    .filter(|(a, g)| a + g.size == addr && joins(&g.meta));
-                let seg_left = left.is_some();
-                let right = st.segs.get(&end).filter(|g| joins(&g.meta)).copied();
-                let blk_left = seg_left
-                    && st.blocks.before(addr).is_some_and(|(a, b)| {
-                        a + b.size == addr && b.state == BlockState::Inactive
-                    });
-                let blk_right = right.is_some()
-                    && st
-                        .blocks
-                        .get(&end)
-                        .is_some_and(|b| b.state == BlockState::Inactive);
-                let flags = RangeFlags {
-                    seg_left,
-                    seg_right: right.is_some(),
-                    blk_left,
-                    blk_right,
-                };
-                let meta = match right {
-                    Some(r) => r.meta,
-                    None => SegmentMeta {
-                        stream,
-                        pool_id: pool.or(left.and_then(|(_, g)| g.meta.pool_id)),
-                        is_expandable: true,
-                        kind: left.map_or(SegmentKind::Unknown, |(_, g)| g.meta.kind),
-                        stack: self.inp.stack_of(i),
-                    },
-                };
-                st.add_range(addr, req, flags, meta);
-                self.op(i, OpKind::SegmentUnmap, req, Ops::range_flags(flags));
-                self.rec.meta(ev, meta);
-            }
+            Action::SegmentUnmap if in_range => self.undo_segment_unmap(st, i, row, addr, req),
             Action::Alloc
             | Action::FreeCompleted
             | Action::SegmentAlloc
@@ -777,6 +688,100 @@ impl<R: Record> Builder<'_, R> {
             | Action::SegmentUnmap => self.issue(ev, IssueKind::AddressOverflow),
             _ => {}
         }
+    }
+
+    /// The stream of trace row `row` (read only by the rare segment ops).
+    fn stream_of(&self, row: u32) -> u64 {
+        self.snap
+            .trace
+            .stream
+            .get(row as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// A `free_requested` undone: the block (or orphan) at `addr` allocated again.
+    fn undo_free_requested(&mut self, st: &mut State, i: usize, addr: u64) {
+        let (pending, allocated) = (BlockState::ActivePendingFree, BlockState::ActiveAllocated);
+        if st.set_state(addr, false, pending, allocated) {
+            self.op(i, OpKind::FreeRequested, 0, 0);
+        } else if st.set_state(addr, true, pending, allocated) {
+            self.op(i, OpKind::FreeRequested, 0, Ops::ORPHAN);
+        } else {
+            self.issue(i as u32, IssueKind::FreeRequestedWithoutBlock);
+        }
+    }
+
+    /// A `segment_free` undone: the segment it freed comes back, empty.
+    fn undo_segment_free(&mut self, st: &mut State, i: usize, row: u32, addr: u64, req: u64) {
+        let ev = i as u32;
+        if req == 0 || st.overlaps_segment(addr, req) {
+            self.issue(ev, IssueKind::SegmentFreeOverlap);
+            return;
+        }
+        let meta = SegmentMeta {
+            stream: self.stream_of(row),
+            pool_id: self.pool_of(row),
+            is_expandable: false,
+            kind: SegmentKind::infer(req, false),
+            stack: self.inp.stack_of(i),
+        };
+        st.add_segment(addr, req, meta);
+        self.op(i, OpKind::SegmentFree, req, 0);
+        self.rec.meta(ev, meta);
+    }
+
+    /// A `segment_unmap` undone: the range is mapped again, joined to the expandable segments
+    /// of the same stream and pool it touches.
+    fn undo_segment_unmap(&mut self, st: &mut State, i: usize, row: u32, addr: u64, req: u64) {
+        let ev = i as u32;
+        if req == 0 || st.overlaps_segment(addr, req) {
+            self.issue(ev, IssueKind::SegmentUnmapOverlap);
+            return;
+        }
+        let pool = self.pool_of(row);
+        let stream = self.stream_of(row);
+        let joins = |m: &SegmentMeta| {
+            m.is_expandable
+                && m.stream == stream
+                && !matches!((m.pool_id, pool), (Some(a), Some(b)) if a != b)
+        };
+        let end = addr + req;
+        let left = st
+            .segs
+            .before(addr)
+            .filter(|(a, g)| a + g.size == addr && joins(&g.meta));
+        let seg_left = left.is_some();
+        let right = st.segs.get(&end).filter(|g| joins(&g.meta)).copied();
+        let blk_left = seg_left
+            && st
+                .blocks
+                .before(addr)
+                .is_some_and(|(a, b)| a + b.size == addr && b.state == BlockState::Inactive);
+        let blk_right = right.is_some()
+            && st
+                .blocks
+                .get(&end)
+                .is_some_and(|b| b.state == BlockState::Inactive);
+        let flags = RangeFlags {
+            seg_left,
+            seg_right: right.is_some(),
+            blk_left,
+            blk_right,
+        };
+        let meta = match right {
+            Some(r) => r.meta,
+            None => SegmentMeta {
+                stream,
+                pool_id: pool.or(left.and_then(|(_, g)| g.meta.pool_id)),
+                is_expandable: true,
+                kind: left.map_or(SegmentKind::Unknown, |(_, g)| g.meta.kind),
+                stack: self.inp.stack_of(i),
+            },
+        };
+        st.add_range(addr, req, flags, meta);
+        self.op(i, OpKind::SegmentUnmap, req, Ops::range_flags(flags));
+        self.rec.meta(ev, meta);
     }
 
     fn op(&mut self, i: usize, kind: OpKind, size: u64, flags: u8) {
