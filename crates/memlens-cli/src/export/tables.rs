@@ -9,7 +9,7 @@ use arrow_array::{ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array, 
 use arrow_schema::{DataType, Field};
 use memlens_core::analysis::frames::StackFacts;
 use memlens_core::layout::PoolResolver;
-use memlens_core::replay::{replay_device, Origin};
+use memlens_core::replay::{replay_device, Allocation, Origin};
 use memlens_core::Snapshot;
 use std::ops::Range;
 use std::sync::Arc;
@@ -59,24 +59,49 @@ pub fn write(i: usize, s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
     }
 }
 
-fn field(name: &str, t: DataType, nullable: bool) -> Field {
-    Field::new(name, t, nullable)
+/// One column of a batch: its field (name, type, nullability) and its values. Each table
+/// lists its columns once, in its `*_cols` function; its schema is the fields of an empty
+/// batch.
+struct Col {
+    field: Field,
+    values: ArrayRef,
 }
 
-fn u32s(v: impl IntoIterator<Item = u32>) -> ArrayRef {
-    Arc::new(UInt32Array::from_iter_values(v))
+fn col(name: &str, nullable: bool, values: ArrayRef) -> Col {
+    Col {
+        field: Field::new(name, values.data_type().clone(), nullable),
+        values,
+    }
 }
-fn opt_u32s(v: impl IntoIterator<Item = Option<u32>>) -> ArrayRef {
-    Arc::new(UInt32Array::from_iter(v))
+fn u32s(name: &str, v: impl IntoIterator<Item = u32>) -> Col {
+    col(name, false, Arc::new(UInt32Array::from_iter_values(v)))
 }
-fn u64s(v: impl IntoIterator<Item = u64>) -> ArrayRef {
-    Arc::new(UInt64Array::from_iter_values(v))
+fn opt_u32s(name: &str, v: impl IntoIterator<Item = Option<u32>>) -> Col {
+    col(name, true, Arc::new(UInt32Array::from_iter(v)))
 }
-fn opt_i64s(v: impl IntoIterator<Item = Option<i64>>) -> ArrayRef {
-    Arc::new(Int64Array::from_iter(v))
+fn u64s(name: &str, v: impl IntoIterator<Item = u64>) -> Col {
+    col(name, false, Arc::new(UInt64Array::from_iter_values(v)))
 }
-fn strs<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
-    Arc::new(StringArray::from_iter_values(v))
+fn i64s(name: &str, v: impl IntoIterator<Item = i64>) -> Col {
+    col(name, false, Arc::new(Int64Array::from_iter_values(v)))
+}
+fn opt_i64s(name: &str, v: impl IntoIterator<Item = Option<i64>>) -> Col {
+    col(name, true, Arc::new(Int64Array::from_iter(v)))
+}
+fn strs<'a>(name: &str, v: impl IntoIterator<Item = &'a str>) -> Col {
+    col(name, false, Arc::new(StringArray::from_iter_values(v)))
+}
+fn bools(name: &str, v: impl IntoIterator<Item = bool>) -> Col {
+    col(
+        name,
+        false,
+        Arc::new(BooleanArray::from_iter(v.into_iter().map(Some))),
+    )
+}
+
+/// The fields of a batch's columns (of an empty batch: a table's schema).
+fn fields_of(cols: Vec<Col>) -> Vec<Field> {
+    cols.into_iter().map(|c| c.field).collect()
 }
 
 /// `range` cut into batches.
@@ -91,69 +116,48 @@ fn batches(range: Range<usize>) -> impl Iterator<Item = Range<usize>> {
 fn write_rows(
     p: &mut Part,
     n: usize,
-    mut cols: impl FnMut(Range<usize>) -> Vec<ArrayRef>,
+    mut cols: impl FnMut(Range<usize>) -> Vec<Col>,
 ) -> Result<(), CliError> {
     for b in batches(0..n) {
-        p.write(b.len(), cols(b))?;
+        p.write(b.len(), cols(b).into_iter().map(|c| c.values).collect())?;
     }
     Ok(())
 }
 
 fn trace_fields() -> Vec<Field> {
-    vec![
-        field("device", DataType::UInt32, false),
-        field("event", DataType::UInt32, false),
-        field("action", DataType::Utf8, false),
-        field("address", DataType::UInt64, false),
-        field("size_bytes", DataType::UInt64, false),
-        field("stream", DataType::UInt64, false),
-        field("time_us", DataType::Int64, true),
-        field("stack_id", DataType::UInt32, false),
-    ]
+    fields_of(trace_cols(&Snapshot::default(), 0, 0, 0..0))
 }
 
 /// One row per trace entry, device by device, in trace order.
 fn trace(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
-    let t = &s.trace;
     for d in &s.device_traces {
-        let start = d.rows.start as usize;
-        let n = d.rows.len();
-        write_rows(p, n, |b| {
-            let rows = start + b.start..start + b.end;
-            vec![
-                u32s(std::iter::repeat_n(d.device, b.len())),
-                u32s(b.start as u32..b.end as u32),
-                strs(rows.clone().map(|r| s.action_name(r))),
-                u64s(rows.clone().map(|r| t.addr.get(r).copied().unwrap_or(0))),
-                u64s(
-                    rows.clone()
-                        .map(|r| t.size_bytes.get(r).copied().unwrap_or(0)),
-                ),
-                u64s(t.stream.to_vec(rows.clone())),
-                opt_i64s(rows.clone().map(|r| t.time_of(r))),
-                u32s(rows.map(|r| t.stack.get(r).map_or(0, |k| k.0))),
-            ]
+        write_rows(p, d.rows.len(), |b| {
+            trace_cols(s, d.device, d.rows.start as usize, b)
         })?;
     }
     Ok(())
 }
 
-fn allocation_fields() -> Vec<Field> {
+/// Device `device`'s entries `events` (device-local; its trace starts at row `start`).
+fn trace_cols(s: &Snapshot, device: u32, start: usize, events: Range<usize>) -> Vec<Col> {
+    let t = &s.trace;
+    let rows = start + events.start..start + events.end;
     vec![
-        field("device", DataType::UInt32, false),
-        field("allocation", DataType::UInt32, false),
-        field("address", DataType::UInt64, false),
-        field("version", DataType::UInt32, false),
-        field("size_bytes", DataType::UInt64, false),
-        field("stream", DataType::UInt64, false),
-        field("origin", DataType::Utf8, false),
-        field("alloc_event", DataType::UInt32, true),
-        field("free_requested_event", DataType::UInt32, true),
-        field("free_completed_event", DataType::UInt32, true),
-        field("pool_a", DataType::Int64, true),
-        field("pool_b", DataType::Int64, true),
-        field("stack_id", DataType::UInt32, false),
-        field("user_frame", DataType::Utf8, false),
+        u32s("device", std::iter::repeat_n(device, events.len())),
+        u32s("event", events.start as u32..events.end as u32),
+        strs("action", rows.clone().map(|r| s.action_name(r))),
+        u64s(
+            "address",
+            rows.clone().map(|r| t.addr.get(r).copied().unwrap_or(0)),
+        ),
+        u64s(
+            "size_bytes",
+            rows.clone()
+                .map(|r| t.size_bytes.get(r).copied().unwrap_or(0)),
+        ),
+        u64s("stream", t.stream.to_vec(rows.clone())),
+        opt_i64s("time_us", rows.clone().map(|r| t.time_of(r))),
+        u32s("stack_id", rows.map(|r| t.stack.get(r).map_or(0, |k| k.0))),
     ]
 }
 
@@ -165,101 +169,117 @@ fn origin_name(o: Origin) -> &'static str {
     }
 }
 
-/// One row per allocation of core's replay (the allocation table), device by device; the
-/// pool by the timeline's rule, the user frame by the analysis's.
+/// A device's allocation table (core's replay) with the pool of each allocation by the
+/// timeline's rule and its user frame by the analysis's.
+struct DeviceAllocations<'a> {
+    device: u32,
+    all: Vec<Allocation>,
+    pools: PoolResolver<'a>,
+    facts: StackFacts,
+    groups: Vec<u32>,
+}
+
+impl DeviceAllocations<'_> {
+    fn new(s: &Snapshot, device: u32) -> DeviceAllocations<'_> {
+        let all = replay_device(s, device).allocations;
+        let mut facts = StackFacts::default();
+        let groups = all.iter().map(|a| facts.allocation_group(s, a)).collect();
+        DeviceAllocations {
+            device,
+            all,
+            pools: PoolResolver::new(s, device),
+            facts,
+            groups,
+        }
+    }
+
+    /// Allocations `b` of the table.
+    fn cols(&self, b: Range<usize>) -> Vec<Col> {
+        let a = &self.all[b.clone()];
+        let pool: Vec<Option<(i64, i64)>> =
+            a.iter().map(|x| self.pools.pool_of_allocation(x)).collect();
+        let user_frame = self.groups[b.clone()]
+            .iter()
+            .map(|&g| self.facts.names[g as usize].as_str());
+        vec![
+            u32s("device", std::iter::repeat_n(self.device, a.len())),
+            u32s("allocation", b.start as u32..b.end as u32),
+            u64s("address", a.iter().map(|x| x.addr)),
+            u32s("version", a.iter().map(|x| x.version)),
+            u64s("size_bytes", a.iter().map(|x| x.size_bytes)),
+            u64s("stream", a.iter().map(|x| x.stream)),
+            strs("origin", a.iter().map(|x| origin_name(x.origin))),
+            opt_u32s("alloc_event", a.iter().map(|x| x.alloc_event)),
+            opt_u32s(
+                "free_requested_event",
+                a.iter().map(|x| x.free_requested_event),
+            ),
+            opt_u32s("free_completed_event", a.iter().map(|x| x.free_event)),
+            opt_i64s("pool_a", pool.iter().map(|p| p.map(|p| p.0))),
+            opt_i64s("pool_b", pool.iter().map(|p| p.map(|p| p.1))),
+            u32s("stack_id", a.iter().map(|x| x.stack.0)),
+            strs("user_frame", user_frame),
+        ]
+    }
+}
+
+fn allocation_fields() -> Vec<Field> {
+    fields_of(DeviceAllocations::new(&Snapshot::default(), 0).cols(0..0))
+}
+
+/// One row per allocation of core's replay (the allocation table), device by device.
 fn allocations(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
     for device in s.devices() {
-        let rp = replay_device(s, device);
-        let pools = PoolResolver::new(s, device);
-        let mut facts = StackFacts::default();
-        let groups: Vec<u32> = rp
-            .allocations
-            .iter()
-            .map(|a| facts.allocation_group(s, a))
-            .collect();
-        let all = &rp.allocations;
-        write_rows(p, all.len(), |b| {
-            let a = &all[b.clone()];
-            let pool: Vec<Option<(i64, i64)>> =
-                a.iter().map(|x| pools.pool_of_allocation(x)).collect();
-            vec![
-                u32s(std::iter::repeat_n(device, a.len())),
-                u32s(b.start as u32..b.end as u32),
-                u64s(a.iter().map(|x| x.addr)),
-                u32s(a.iter().map(|x| x.version)),
-                u64s(a.iter().map(|x| x.size_bytes)),
-                u64s(a.iter().map(|x| x.stream)),
-                strs(a.iter().map(|x| origin_name(x.origin))),
-                opt_u32s(a.iter().map(|x| x.alloc_event)),
-                opt_u32s(a.iter().map(|x| x.free_requested_event)),
-                opt_u32s(a.iter().map(|x| x.free_event)),
-                opt_i64s(pool.iter().map(|p| p.map(|p| p.0))),
-                opt_i64s(pool.iter().map(|p| p.map(|p| p.1))),
-                u32s(a.iter().map(|x| x.stack.0)),
-                strs(groups[b].iter().map(|&g| facts.names[g as usize].as_str())),
-            ]
-        })?;
+        let d = DeviceAllocations::new(s, device);
+        write_rows(p, d.all.len(), |b| d.cols(b))?;
     }
     Ok(())
 }
 
 fn segment_fields() -> Vec<Field> {
-    vec![
-        field("device", DataType::UInt32, false),
-        field("segment", DataType::UInt32, false),
-        field("address", DataType::UInt64, false),
-        field("total_size_bytes", DataType::UInt64, false),
-        field("allocated_size_bytes", DataType::UInt64, false),
-        field("active_size_bytes", DataType::UInt64, false),
-        field("requested_size_bytes", DataType::UInt64, false),
-        field("stream", DataType::UInt64, false),
-        field("segment_type", DataType::Utf8, false),
-        field("pool_a", DataType::Int64, false),
-        field("pool_b", DataType::Int64, false),
-        field("is_expandable", DataType::Boolean, false),
-        field("stack_id", DataType::UInt32, false),
-    ]
+    fields_of(segment_cols(&Snapshot::default(), 0..0))
 }
 
 /// One row per segment of the snapshot (its state when it was taken).
 fn segments(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
-    write_rows(p, s.segments.len(), |b| {
-        let g = &s.segments[b.clone()];
-        vec![
-            u32s(g.iter().map(|x| x.device)),
-            u32s(b.start as u32..b.end as u32),
-            u64s(g.iter().map(|x| x.address)),
-            u64s(g.iter().map(|x| x.total_size_bytes)),
-            u64s(g.iter().map(|x| x.allocated_size_bytes)),
-            u64s(g.iter().map(|x| x.active_size_bytes)),
-            u64s(g.iter().map(|x| x.requested_size_bytes)),
-            u64s(g.iter().map(|x| x.stream)),
-            strs(g.iter().map(|x| s.str(x.segment_type))),
-            opt_i64s(g.iter().map(|x| Some(x.pool_id.0))),
-            opt_i64s(g.iter().map(|x| Some(x.pool_id.1))),
-            Arc::new(BooleanArray::from_iter(
-                g.iter().map(|x| Some(x.is_expandable)),
-            )),
-            u32s(g.iter().map(|x| x.stack.0)),
-        ]
-    })
+    write_rows(p, s.segments.len(), |b| segment_cols(s, b))
 }
 
-fn block_fields() -> Vec<Field> {
+fn segment_cols(s: &Snapshot, b: Range<usize>) -> Vec<Col> {
+    let g = &s.segments[b.clone()];
     vec![
-        field("device", DataType::UInt32, false),
-        field("segment", DataType::UInt32, false),
-        field("address", DataType::UInt64, false),
-        field("size_bytes", DataType::UInt64, false),
-        field("requested_size_bytes", DataType::UInt64, false),
-        field("state", DataType::Utf8, false),
-        field("stack_id", DataType::UInt32, false),
+        u32s("device", g.iter().map(|x| x.device)),
+        u32s("segment", b.start as u32..b.end as u32),
+        u64s("address", g.iter().map(|x| x.address)),
+        u64s("total_size_bytes", g.iter().map(|x| x.total_size_bytes)),
+        u64s(
+            "allocated_size_bytes",
+            g.iter().map(|x| x.allocated_size_bytes),
+        ),
+        u64s("active_size_bytes", g.iter().map(|x| x.active_size_bytes)),
+        u64s(
+            "requested_size_bytes",
+            g.iter().map(|x| x.requested_size_bytes),
+        ),
+        u64s("stream", g.iter().map(|x| x.stream)),
+        strs("segment_type", g.iter().map(|x| s.str(x.segment_type))),
+        i64s("pool_a", g.iter().map(|x| x.pool_id.0)),
+        i64s("pool_b", g.iter().map(|x| x.pool_id.1)),
+        bools("is_expandable", g.iter().map(|x| x.is_expandable)),
+        u32s("stack_id", g.iter().map(|x| x.stack.0)),
     ]
+}
+
+/// A block with its segment's device and row number.
+type BlockRow<'a> = (u32, u32, &'a memlens_core::model::Block);
+
+fn block_fields() -> Vec<Field> {
+    fields_of(block_cols(&[]))
 }
 
 /// One row per block of every segment, with its segment's row number.
 fn blocks(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
-    let rows: Vec<(u32, u32, &memlens_core::model::Block)> = s
+    let rows: Vec<BlockRow> = s
         .segments
         .iter()
         .enumerate()
@@ -269,48 +289,45 @@ fn blocks(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
                 .map(move |b| (g.device, i as u32, b))
         })
         .collect();
-    write_rows(p, rows.len(), |b| {
-        let r = &rows[b];
-        vec![
-            u32s(r.iter().map(|x| x.0)),
-            u32s(r.iter().map(|x| x.1)),
-            u64s(r.iter().map(|x| x.2.address)),
-            u64s(r.iter().map(|x| x.2.size_bytes)),
-            u64s(r.iter().map(|x| x.2.requested_size_bytes)),
-            strs(r.iter().map(|x| x.2.state.name())),
-            u32s(r.iter().map(|x| x.2.stack.0)),
-        ]
-    })
+    write_rows(p, rows.len(), |b| block_cols(&rows[b]))
+}
+
+fn block_cols(r: &[BlockRow]) -> Vec<Col> {
+    vec![
+        u32s("device", r.iter().map(|x| x.0)),
+        u32s("segment", r.iter().map(|x| x.1)),
+        u64s("address", r.iter().map(|x| x.2.address)),
+        u64s("size_bytes", r.iter().map(|x| x.2.size_bytes)),
+        u64s(
+            "requested_size_bytes",
+            r.iter().map(|x| x.2.requested_size_bytes),
+        ),
+        strs("state", r.iter().map(|x| x.2.state.name())),
+        u32s("stack_id", r.iter().map(|x| x.2.stack.0)),
+    ]
 }
 
 fn frame_fields() -> Vec<Field> {
-    vec![
-        field("frame_id", DataType::UInt32, false),
-        field("filename", DataType::Utf8, false),
-        field("line", DataType::Int64, false),
-        field("name", DataType::Utf8, false),
-    ]
+    fields_of(frame_cols(&Snapshot::default(), 0..0))
 }
 
 /// One row per distinct frame.
 fn frames(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
-    write_rows(p, s.frames.len(), |b| {
-        let f = &s.frames[b.clone()];
-        vec![
-            u32s(b.start as u32..b.end as u32),
-            strs(f.iter().map(|x| s.str(x.filename))),
-            opt_i64s(f.iter().map(|x| Some(x.line))),
-            strs(f.iter().map(|x| s.str(x.name))),
-        ]
-    })
+    write_rows(p, s.frames.len(), |b| frame_cols(s, b))
+}
+
+fn frame_cols(s: &Snapshot, b: Range<usize>) -> Vec<Col> {
+    let f = &s.frames[b.clone()];
+    vec![
+        u32s("frame_id", b.start as u32..b.end as u32),
+        strs("filename", f.iter().map(|x| s.str(x.filename))),
+        i64s("line", f.iter().map(|x| x.line)),
+        strs("name", f.iter().map(|x| s.str(x.name))),
+    ]
 }
 
 fn stack_fields() -> Vec<Field> {
-    vec![
-        field("stack_id", DataType::UInt32, false),
-        field("depth", DataType::UInt32, false),
-        field("frame_id", DataType::UInt32, false),
-    ]
+    fields_of(stack_cols(&[]))
 }
 
 /// One row per frame of each distinct stack; `depth` 0 is the innermost frame (torch's order).
@@ -325,14 +342,16 @@ fn stacks(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
                 .map(move |(d, f)| (k, d as u32, f.0))
         })
         .collect();
-    write_rows(p, rows.len(), |b| {
-        let r = &rows[b];
-        vec![
-            u32s(r.iter().map(|x| x.0)),
-            u32s(r.iter().map(|x| x.1)),
-            u32s(r.iter().map(|x| x.2)),
-        ]
-    })
+    write_rows(p, rows.len(), |b| stack_cols(&rows[b]))
+}
+
+/// (stack, depth, frame) rows.
+fn stack_cols(r: &[(u32, u32, u32)]) -> Vec<Col> {
+    vec![
+        u32s("stack_id", r.iter().map(|x| x.0)),
+        u32s("depth", r.iter().map(|x| x.1)),
+        u32s("frame_id", r.iter().map(|x| x.2)),
+    ]
 }
 
 /// The fields of `memlens stats --json`'s device objects, `device` first, then by name:
@@ -354,7 +373,7 @@ fn stats_fields() -> Vec<Field> {
             } else {
                 DataType::Utf8
             };
-            field(k, t, true)
+            Field::new(k, t, true)
         })
         .collect()
 }
@@ -373,7 +392,7 @@ fn stats(s: &Snapshot, p: &mut Part) -> Result<(), CliError> {
         .map(|f| -> ArrayRef {
             let vals = rows.iter().map(|r| &r[f.name().as_str()]);
             if f.data_type() == &DataType::Int64 {
-                opt_i64s(vals.map(serde_json::Value::as_i64))
+                Arc::new(Int64Array::from_iter(vals.map(serde_json::Value::as_i64)))
             } else {
                 Arc::new(StringArray::from_iter_values(vals.map(|v| v.to_string())))
             }
