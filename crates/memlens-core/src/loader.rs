@@ -62,6 +62,26 @@ impl Loader {
         }
     }
 
+    /// Lends `f` the model of what the bytes so far hold ([`crate::model::prefix`]: each
+    /// device's trace up to its last entry read, no segments). `None` for JSON and HTML (read
+    /// whole), before the form is known, and where the rows so far are not in device order
+    /// ([`crate::raw::PickleMachine::trace_so_far`]).
+    pub fn with_prefix<R>(&mut self, f: impl FnOnce(&Snapshot) -> R) -> Option<R> {
+        let State::Pickle { m, .. } = &mut self.state else {
+            return None;
+        };
+        let devices = m.trace_so_far()?;
+        let encoding = Encoding::Pickle {
+            protocol: m.protocol,
+        };
+        Some(crate::model::prefix::with_prefix(
+            &mut m.arena,
+            &devices,
+            encoding,
+            f,
+        ))
+    }
+
     fn begin(&mut self, head: Vec<u8>, eof: bool) -> Result<(), DecodeError> {
         match raw::sniff(&head)? {
             Sniff::Pickle => {

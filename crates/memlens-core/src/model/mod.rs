@@ -3,6 +3,7 @@
 
 pub mod glossary;
 pub mod normalize;
+pub mod prefix;
 pub mod save;
 pub mod settings;
 pub mod stats;

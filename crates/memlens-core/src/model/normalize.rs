@@ -547,7 +547,7 @@ fn list_iter(l: &RowList) -> Box<dyn Iterator<Item = u32> + '_> {
     }
 }
 
-fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
+pub(super) fn convert_extra(a: &Arena, e: &RowExtra) -> Option<EntryExtra> {
     Some(match e {
         RowExtra::DeviceFree(f) => EntryExtra::DeviceFree(*f),
         RowExtra::InternalMetadata(s) => EntryExtra::InternalMetadata(*s),

@@ -16,6 +16,8 @@
 //! - `entry`: the trace-entry fast path, tried at EMPTY_DICT; `fresh`: nodes given back once
 //!   a dict became a trace row or a list its stack;
 //! - here: framing, STOP and the refused opcodes; `opcodes`: opcode names for errors;
+//! - `prefix`: which trace rows each device has so far, read off the stack mid-file (the
+//!   viewer's picture while a file loads);
 //! - parallel decoding of one framed pickle (`parallel`): `split` (where to cut, what each
 //!   piece memoizes), `piece` (a piece decoded on its own), `join` (a piece brought into the
 //!   machine that ran everything before it).
@@ -37,6 +39,7 @@ mod memo_ops;
 mod opcodes;
 pub mod parallel;
 mod piece;
+mod prefix;
 mod reader;
 mod scalars;
 pub mod split;

@@ -119,13 +119,19 @@ impl<E> TraceColumns<E> {
     /// The same entries with each rare field turned by `f` (dropped where it gives `None`),
     /// sorted by row.
     pub fn map_extras<F>(self, f: impl Fn(E) -> Option<F>) -> TraceColumns<F> {
-        let mut extras: Vec<(u32, F)> = self
-            .extras
+        let (mut c, old) = self.swap_extras(Vec::new());
+        c.extras = old
             .into_iter()
             .filter_map(|(r, e)| f(e).map(|x| (r, x)))
             .collect();
-        extras.sort_by_key(|(r, _)| *r);
-        TraceColumns {
+        c.extras.sort_by_key(|(r, _)| *r);
+        c
+    }
+
+    /// The same columns (moved, not copied) with `extras` as their rare fields, and the rare
+    /// fields they had.
+    pub fn swap_extras<F>(self, extras: Vec<(u32, F)>) -> (TraceColumns<F>, Vec<(u32, E)>) {
+        let c = TraceColumns {
             action: self.action,
             addr: self.addr,
             size_bytes: self.size_bytes,
@@ -135,7 +141,8 @@ impl<E> TraceColumns<E> {
             compile_context: self.compile_context,
             user_metadata: self.user_metadata,
             extras,
-        }
+        };
+        (c, self.extras)
     }
 }
 
