@@ -18,6 +18,10 @@
 // BENCH_VIEW=diagnosis: file chosen → first paint of the timeline (first_paint_ms) and → the
 // default device's diagnosis received (diagnosis_ms, the root's data-diagnosis-ms; the worker
 // computes it after the first paint), and their difference (after_paint_ms).
+// BENCH_VIEW=progressive: file chosen → first picture of the trace so far (partial_ms, the
+// page's data-partial-paint-ms), → first paint of the file's own layout (first_paint_ms) and →
+// its exact layout (exact_ms), BENCH_REPS (default 5) runs alternating with `?pictures=0` (no
+// pictures while the file is read: the before), medians and the ratio of first paints.
 // BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page.
 // BENCH_VIEW=compare A B: the Compare view painted (both files chosen together on
 // #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
@@ -206,6 +210,35 @@ if (process.env.BENCH_VIEW === 'files') {
     },
   });
   console.log(`ratio parallel/one-after-another ${(m.parallel_workers / m.one_after_another).toFixed(2)}, parallel/one-worker ${(m.parallel_workers / m.one_worker).toFixed(2)}`);
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'progressive') {
+  const reps = Number(process.env.BENCH_REPS ?? 5);
+  console.log(['input', 'MB', 'arm', 'partial_ms', 'first_paint_ms', 'exact_ms'].join('\t'));
+  for (const f of files) {
+    const runs = { before: [], after: [] };
+    for (let r = 0; r < 2 * reps; r++) {
+      const arm = r % 2 === 0 ? 'before' : 'after';
+      const page = await context.newPage();
+      await page.goto(base + (arm === 'before' ? '?pictures=0' : ''));
+      await page.waitForSelector('#memlens[data-state=empty]');
+      await page.waitForTimeout(IDLE_MS);
+      await page.setInputFiles('[data-testid=file-input]', f);
+      await page.waitForFunction(() => !!document.getElementById('memlens').dataset.exactPaintMs, null, { timeout: 600000, polling: 5 });
+      const d = await page.evaluate(() => ({ ...document.getElementById('memlens').dataset }));
+      const row = { partial: Number(d.partialPaintMs || NaN), first: Number(d.firstPaintMs), exact: Number(d.exactPaintMs) };
+      runs[arm].push(row);
+      console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), arm,
+        row.partial.toFixed(0), row.first.toFixed(0), row.exact.toFixed(0)].join('\t'));
+      await page.close();
+    }
+    const med = (arm, k) => median(runs[arm].map((x) => x[k]));
+    console.log(`${path.basename(f)}: medians before first ${med('before', 'first').toFixed(0)} exact ${med('before', 'exact').toFixed(0)} ms; `
+      + `after picture ${med('after', 'partial').toFixed(0)} first ${med('after', 'first').toFixed(0)} exact ${med('after', 'exact').toFixed(0)} ms; `
+      + `first paint after/before ${(med('after', 'first') / med('before', 'first')).toFixed(3)}`);
+  }
   await context.close();
   server.close();
   process.exit(0);

@@ -30,9 +30,7 @@ fn location_hash() -> String {
 
 /// `?src=<url>` of the page, if any.
 fn src_param() -> Option<String> {
-    let search = web_sys::window()?.location().search().ok()?;
-    let params = web_sys::UrlSearchParams::new_with_str(&search).ok()?;
-    params.get("src").filter(|s| !s.is_empty())
+    crate::page::url::query_value("src").filter(|s| !s.is_empty())
 }
 
 fn open_files(bridge: &Bridge, files: Option<web_sys::FileList>) {
@@ -85,15 +83,18 @@ pub fn app() -> Html {
             .and_then(ms)
             .map(|ms| format!("{ms:.1}"))
     };
-    let (first_paint, exact_paint) = (
+    let (first_paint, exact_paint, partial_paint) = (
         paint_ms(|f| f.first_paint_ms),
         paint_ms(|f| f.exact_paint_ms),
+        paint_ms(|f| f.partial_paint_ms),
     );
-    // "preview" while the timeline is drawn from a sampled first layout, "exact" after.
-    let layout_state =
-        state
-            .current_layout()
-            .map(|l| if l.0.is_preview() { "preview" } else { "exact" });
+    // "partial" while the timeline is the trace read so far, "preview" while it is drawn from a
+    // sampled first layout, "exact" after.
+    let layout_state = match state.current_layout() {
+        Some(l) if l.0.is_preview() => Some("preview"),
+        Some(_) => Some("exact"),
+        None => state.partial_picture().map(|_| "partial"),
+    };
     // File chosen → its (current device's) diagnosis received, for benchmarks.
     let diagnosis_ms = state
         .current_diagnosis()
@@ -103,7 +104,7 @@ pub fn app() -> Html {
     let body = view_body(&state, &bridge, &h);
     html! {
         <div id="memlens" class="app" data-state={if bridge.is_none() { "error" } else { state.page_state() }}
-            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-diagnosis-ms={diagnosis_ms} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
+            data-first-paint-ms={first_paint} data-exact-paint-ms={exact_paint} data-partial-paint-ms={partial_paint} data-diagnosis-ms={diagnosis_ms} data-layout={layout_state} data-file={state.current_file().map(|f| f.name.clone())}>
             { toolbar(&state, info.as_deref(), device, &h, *dark) }
             if let Some(e) = error {
                 <div class="banner-error" role="alert" data-testid="error">
@@ -366,14 +367,25 @@ impl Handlers {
     }
 }
 
-/// After each paint of the timeline: the file's first paint and its first paint from the exact
-/// layout are logged and recorded once (the page measures time to first paint with them).
+/// After each paint of the timeline: the file's first paint, its first paint from the exact
+/// layout and its first picture of the trace so far are logged and recorded once (the page
+/// measures time to first paint with them).
 fn paint_logger(state: &UseReducerHandle<AppState>) -> Callback<()> {
     let s = state.clone();
     Callback::from(move |_| {
         let Some(f) = s.current_file() else { return };
         let preview = s.current_layout().map(|l| l.0.is_preview());
         let ms = now_ms() - f.opened_ms;
+        if preview.is_none() && f.partial_paint_ms.is_none() && s.partial_picture().is_some() {
+            web_sys::console::log_1(
+                &format!(
+                    "memlens: {} trace so far first painted {ms:.0} ms after it was chosen",
+                    f.name
+                )
+                .into(),
+            );
+            s.dispatch(Action::PartialPaint { id: f.id, ms });
+        }
         if f.first_paint_ms.is_none() && preview.is_some() {
             let how = if preview == Some(true) {
                 " (preview layout)"
@@ -480,7 +492,17 @@ fn view_body(
                     b.cancel(id)
                 }
             });
-            html! { <LoadProgress name={f.name.clone()} done={*done} total={*total} {on_cancel} /> }
+            let progress = html! { <LoadProgress name={f.name.clone()} done={*done} total={*total} {on_cancel} /> };
+            // The trace so far in the place (and the same component) the timeline will take.
+            match state.partial_picture() {
+                Some(_) => html! {
+                    <>
+                        { progress }
+                        { timeline_body(state, TimelineKind::Active, h) }
+                    </>
+                },
+                None => progress,
+            }
         }
         FileStatus::Ready(info) => html! {
             <>
@@ -542,8 +564,20 @@ fn diagnosis_body(state: &UseReducerHandle<AppState>) -> Html {
 /// A timeline view: its search and option bars, the timeline and the stack panel, warnings,
 /// what grew in the window.
 fn timeline_body(state: &UseReducerHandle<AppState>, kind: TimelineKind, h: &Handlers) -> Html {
-    let Some(l) = state.current_layout().cloned() else {
+    let partial = state.partial_picture();
+    let Some(l) = state
+        .current_layout()
+        .cloned()
+        .or(partial.as_ref().map(|p| p.0.clone()))
+    else {
         return html! { <p class="muted">{ "Laying out…" }</p> };
+    };
+    // The trace so far: no pin (its element ids are not the file's), no search or options (the
+    // worker answers them once the file is read).
+    let partial = partial.map(|p| p.1);
+    let on_pin = match partial {
+        Some(_) => Callback::noop(),
+        None => h.pin.clone(),
     };
     let key = state.layout_key();
     let warn = l.0.warnings.join("; ");
@@ -575,15 +609,19 @@ fn timeline_body(state: &UseReducerHandle<AppState>, kind: TimelineKind, h: &Han
             if state.view() == View::Allocated {
                 <p class="note small">{ "Each private pool (CUDA graphs, MemPool) is a gray envelope as tall as the larger of its reserved segments and its live allocations, with its allocations stacked inside; unlike upstream's, it shrinks when the pool's segments are freed." }</p>
             }
-            { crate::page::search::controls(state) }
-            { crate::page::timeline_options::controls(state) }
-            { crate::page::timeline_options::legend_row(state) }
+            if let Some(info) = &partial {
+                { crate::page::panels::partial_note(info) }
+            } else {
+                { crate::page::search::controls(state) }
+                { crate::page::timeline_options::controls(state) }
+                { crate::page::timeline_options::legend_row(state) }
+            }
             <div class="plot-and-stack">
                 <TimelineView layout={l} {kind} window={state.window} selected={state.selected}
                     {matches} time_axis={state.time_axis}
                     colours={state.current_colouring().cloned()} filter={state.opts.filter}
                     {reserved} capacity={crate::page::timeline_options::capacity_line(state)}
-                    on_window={h.window.clone()} on_pin={h.pin.clone()} on_painted={h.painted.clone()} />
+                    on_window={h.window.clone()} {on_pin} on_painted={h.painted.clone()} />
                 <StackPanel selected={state.selected} context={ctx} loading={true} full={state.full_stack} {on_live_memory}
                     on_toggle_full={Callback::from(move |_| s2.dispatch(Action::ToggleFullStack))}
                     on_unpin={Callback::from(move |_| s3.dispatch(Action::Pin(None)))} />

@@ -7,7 +7,7 @@ use crate::page::compare_state::{CompareAction, CompareState};
 use crate::page::view_options::TimelineOptions;
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::CompareSide;
-use crate::wire::protocol::FileInfo;
+use crate::wire::protocol::{FileInfo, PartialInfo};
 use memlens_core::analysis::compare::Between;
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
@@ -139,6 +139,18 @@ pub struct FileEntry {
     /// Milliseconds from choosing the file to the first timeline painted from the exact layout
     /// (later than `first_paint_ms` when a preview came first).
     pub exact_paint_ms: Option<f64>,
+    /// The latest picture of the trace read so far, until the file's own layout arrives.
+    pub partial: Option<PartialPicture>,
+    /// Milliseconds from choosing the file to its first painted picture of the trace so far.
+    pub partial_paint_ms: Option<f64>,
+}
+
+/// What the worker sent about a file while reading it (`crate::worker::partial`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartialPicture {
+    pub info: Rc<PartialInfo>,
+    /// The layout of `info.device`'s trace so far.
+    pub layout: Option<SharedLayout>,
 }
 
 /// Identifies a layout.
@@ -288,6 +300,17 @@ pub enum Action {
     Loaded {
         id: u32,
         info: FileInfo,
+    },
+    /// A picture of the trace read so far (layout: of `info.device`).
+    Partial {
+        id: u32,
+        info: PartialInfo,
+        layout: Option<Rc<TimelineLayout>>,
+    },
+    /// File `id`'s picture of the trace so far was painted.
+    PartialPaint {
+        id: u32,
+        ms: f64,
     },
     Failed {
         id: u32,
@@ -709,10 +732,16 @@ impl AppState {
             } => self.opened(id, name, at_ms, size_bytes),
             Action::Progress { id, done, total } => self.progress(id, done, total),
             Action::Loaded { id, info } => return self.loaded(id, info),
+            Action::Partial { id, info, layout } => return self.partial(id, info, layout),
+            Action::PartialPaint { id, ms } => return self.partial_painted(id, ms),
             Action::Failed { id, message } => self.failed(id, message),
             Action::Cancelled { id } => self.cancelled(id),
             Action::Layout { key, layout } => {
                 self.layouts.insert(key, SharedLayout(layout));
+                // The file's own layout replaces the picture of its trace so far.
+                if let Some(f) = self.files.iter_mut().find(|f| f.id == key.file) {
+                    f.partial = None;
+                }
             }
             Action::Context {
                 key,
@@ -830,11 +859,60 @@ impl AppState {
             opened_ms: at_ms,
             first_paint_ms: None,
             exact_paint_ms: None,
+            partial: None,
+            partial_paint_ms: None,
         });
         self.current = Some(id);
         self.error = None;
+        // The window and device set while it loads are this file's (its picture so far).
+        self.window = None;
+        self.device = None;
         self.selected = None;
         self.context = None;
+    }
+
+    /// A picture of file `id`'s trace so far, while it loads (false: not loading any more).
+    fn partial(&mut self, id: u32, info: PartialInfo, layout: Option<Rc<TimelineLayout>>) -> bool {
+        let Some(f) = self.files.iter_mut().find(|f| f.id == id) else {
+            return false;
+        };
+        if !matches!(f.status, FileStatus::Loading { .. }) {
+            return false;
+        }
+        f.partial = Some(PartialPicture {
+            info: Rc::new(info),
+            layout: layout.map(SharedLayout),
+        });
+        true
+    }
+
+    /// Records the first paint of file `id`'s picture so far, once.
+    fn partial_painted(&mut self, id: u32, ms: f64) -> bool {
+        match self.files.iter_mut().find(|f| f.id == id) {
+            Some(f) if f.partial_paint_ms.is_none() => {
+                f.partial_paint_ms = Some(ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The picture of the current file's trace so far that the timeline draws while the file
+    /// loads, and after, until the file's own layout arrives (the Active Memory Timeline of
+    /// the device it shows).
+    pub fn partial_picture(&self) -> Option<(SharedLayout, Rc<PartialInfo>)> {
+        if self.view() != View::Timeline || self.current_layout().is_some() {
+            return None;
+        }
+        let p = self.current_file()?.partial.as_ref()?;
+        let device = p.info.device?;
+        let shown = self
+            .device
+            .or(self.current_info().and_then(|i| i.default_device));
+        if shown.is_some_and(|d| d != device) {
+            return None;
+        }
+        Some((p.layout.clone()?, p.info.clone()))
     }
 
     fn progress(&mut self, id: u32, done: f64, total: f64) {
@@ -850,8 +928,13 @@ impl AppState {
         let Some(f) = self.files.iter_mut().find(|f| f.id == id) else {
             return false;
         };
+        // A window chosen on the picture of the trace so far stays (x is the same event index
+        // in both), if the file opens on the device that picture showed.
+        let drawn = f.partial.as_ref().and_then(|p| p.info.device);
+        let keep = drawn.is_some() && drawn == info.default_device;
         f.status = FileStatus::Ready(Rc::new(info));
         let name = f.name.clone();
+        let window = self.window.filter(|_| keep && self.current == Some(id));
         if self.current == Some(id) {
             self.reset_view_of_file();
         }
@@ -859,6 +942,9 @@ impl AppState {
             if h.file.as_deref().is_none_or(|n| n == name) {
                 self.apply_hash(h);
             }
+        }
+        if self.window.is_none() {
+            self.window = window;
         }
         true
     }

@@ -472,6 +472,8 @@ fn job(id: u32, name: String, blob: Blob) -> Job {
         name,
         state_first: state_view_shown(),
         range: hash_value("range"),
+        read_pause_ms: crate::page::url::query_value("read_pause_ms").and_then(|v| v.parse().ok()),
+        no_pictures: crate::page::url::query_value("pictures").as_deref() == Some("0"),
     };
     Job { id, open, blob }
 }

@@ -26,5 +26,6 @@ pub mod stack_frames;
 pub mod theme;
 pub mod timeline;
 pub mod timeline_options;
+pub mod url;
 pub mod view_options;
 pub mod worker_pool;

@@ -1,7 +1,7 @@
 //! Small presentational pieces: the summary strip, the stack panel, the allocator settings,
 //! load progress and the empty state. They format what they are given and nothing else.
 
-use crate::wire::protocol::FileInfo;
+use crate::wire::protocol::{FileInfo, PartialInfo};
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::layout::context::{ElementContext, NO_FRAMES_REASON};
 use memlens_core::model::glossary::{definition, RESERVED_MINUS_ALLOCATED};
@@ -255,5 +255,28 @@ pub fn empty_state(p: &EmptyProps) -> Html {
             <p><button class="primary" onclick={example} data-testid="open-example">{ "Open the built-in example" }</button></p>
             <p class="privacy">{ "Nothing leaves this machine: the file is read and decoded inside this browser tab, and this page loads nothing from any other site." }</p>
         </div>
+    }
+}
+
+/// Above the picture of the trace read so far: what it shows and the numbers final already
+/// (`data-events`: the entries drawn; `data-device`, `data-events-total`: entries of all
+/// devices so far).
+pub fn partial_note(p: &PartialInfo) -> Html {
+    let device = p.device.unwrap_or(0);
+    let drawn = p.events.get(device as usize).copied().unwrap_or(0);
+    let total: u64 = p.events.iter().map(|&n| n as u64).sum();
+    let seen = p.events.iter().filter(|&&n| n > 0).count();
+    html! {
+        <p class="note small partial-note" data-testid="partial" data-events={drawn.to_string()}
+            data-device={device.to_string()} data-events-total={total.to_string()}>
+            <b>{ format!("Loading: events 0..{drawn} of device {device} so far") }</b>
+            { format!(
+                " · {} · {} of {} read · {seen} device{} with entries · {total} entries so far. Totals are exact for these events; allocations made before the trace show where these events free them, the others once the whole file is read.",
+                p.encoding,
+                format_bytes(p.done_bytes),
+                format_bytes(p.total_bytes),
+                if seen == 1 { "" } else { "s" },
+            ) }
+        </p>
     }
 }

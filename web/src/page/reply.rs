@@ -139,6 +139,13 @@ impl Reply {
             FromWorker::WarmUpLayout => Reply::WarmUpLayout(unpack_layout(data)?),
             FromWorker::Progress { id, done, total } => Reply::Progress { id, done, total },
             FromWorker::Loaded { id, info } => Reply::Loaded { id, info },
+            FromWorker::Partial { id, info } => {
+                let layout = match info.device {
+                    Some(_) => Some(Rc::new(unpack_layout(data)?)),
+                    None => None,
+                };
+                Reply::Act(Action::Partial { id, info, layout })
+            }
             FromWorker::Failed { id, message } => Reply::Failed { id, message },
             FromWorker::Layout {
                 id,

@@ -156,13 +156,7 @@ pub fn worker_cap() -> usize {
     let Some(w) = web_sys::window() else {
         return 1;
     };
-    let asked = w
-        .location()
-        .search()
-        .ok()
-        .and_then(|q| web_sys::UrlSearchParams::new_with_str(&q).ok())
-        .and_then(|p| p.get("workers"))
-        .and_then(|n| n.parse::<usize>().ok());
+    let asked = crate::page::url::query_value("workers").and_then(|n| n.parse::<usize>().ok());
     // Read through Reflect: web-sys's `Navigator` feature would rebuild web-sys for two getters.
     let navigator = |key: &str| {
         js_sys::Reflect::get(&w, &JsValue::from_str("navigator"))

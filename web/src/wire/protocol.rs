@@ -28,6 +28,14 @@ pub enum ToWorker {
         /// `memlens_core::range::EventRange::parse`).
         #[serde(default)]
         range: Option<String>,
+        /// A pause after each chunk read (the page's `?read_pause_ms=N`), so that a test can
+        /// watch a small file load as slowly as a large one.
+        #[serde(default)]
+        read_pause_ms: Option<u32>,
+        /// No pictures of the trace so far while the file is read (the page's `?pictures=0`:
+        /// the benchmark's "before").
+        #[serde(default)]
+        no_pictures: bool,
     },
     Cancel {
         id: u32,
@@ -175,6 +183,23 @@ pub struct FileInfo {
     pub layout_follows: bool,
 }
 
+/// What the page learns about a file while it is read (core's `Loader::with_prefix`): numbers
+/// that are final already, and the device whose trace so far comes beside it as a layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialInfo {
+    /// Bytes read and decoded so far, of `total_bytes`.
+    pub done_bytes: f64,
+    pub total_bytes: f64,
+    /// How the file is encoded (`pickle protocol 4`).
+    pub encoding: String,
+    /// Trace entries read so far, by device ordinal (`device_traces[d]`).
+    pub events: Vec<u32>,
+    /// The device drawn (the one with the most entries so far); `None` before the first entry.
+    pub device: Option<u32>,
+    /// Worker time to build and pack the layout.
+    pub build_ms: f64,
+}
+
 /// Worker → page: the small facts of a reply, as JSON under `msg`. A reply's bulk data is its
 /// payload, a [`memlens_core::columns::Columns`] type packed beside the header (`crate::wire::pack`); each variant names it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -189,6 +214,12 @@ pub enum FromWorker {
         id: u32,
         done: f64,
         total: f64,
+    },
+    /// While the file is read: what its bytes so far say (`crate::worker::partial`); with
+    /// `info.device`, payload the `TimelineLayout` of that device's trace so far.
+    Partial {
+        id: u32,
+        info: PartialInfo,
     },
     Loaded {
         id: u32,

@@ -1,17 +1,21 @@
 //! The decoding worker: reads a file in chunks into `memlens_core::Loader` (the resumable pickle
 //! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
+//! While a file is read, pictures of its trace so far go out between chunks
+//! ([`crate::worker::partial`]).
 
 pub mod colour;
 pub mod compare;
 pub mod gunzip;
 pub mod history;
+pub mod partial;
 pub mod search;
 pub mod warm_up;
 
 use crate::wire::clock::now_ms;
 use crate::wire::pack;
 use crate::wire::protocol::{FileInfo, FromWorker, ToWorker};
+use crate::worker::partial::Partials;
 use gloo_events::EventListener;
 use js_sys::Uint8Array;
 use memlens_core::layout::context::element_context;
@@ -122,6 +126,8 @@ fn handle(state: &Shared, data: JsValue) {
             id,
             state_first,
             range,
+            read_pause_ms,
+            no_pictures,
             ..
         } => {
             let file = pack::field(&data, "file");
@@ -129,9 +135,13 @@ fn handle(state: &Shared, data: JsValue) {
             wasm_bindgen_futures::spawn_local(async move {
                 let t0 = now_ms();
                 let memory_before = wasm_memory_bytes();
-                // The page hands over a Blob (a chosen file, or what it fetched).
+                // The page hands over a Blob (a chosen file, or what it fetched). It draws
+                // pictures of the trace so far while the file is read, unless it opened on the
+                // state history or on a part of the trace (or asked for none).
+                let pictures = !state_first && range.is_none() && !no_pictures;
+                let partials = Partials::new(id, pictures);
                 let res = match file.dyn_into::<Blob>() {
-                    Ok(blob) => read_blob(&st, id, &blob).await,
+                    Ok(blob) => read_blob(&st, id, &blob, partials, read_pause_ms).await,
                     Err(_) => Err("nothing to open".to_string()),
                 };
                 let res =
@@ -299,10 +309,16 @@ fn is_cancelled(st: &Shared, id: u32) -> bool {
     st.borrow().cancelled.contains(&id)
 }
 
-async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64), String> {
+async fn read_blob(
+    st: &Shared,
+    id: u32,
+    blob: &Blob,
+    mut partials: Partials,
+    pause_ms: Option<u32>,
+) -> Result<(Snapshot, u64), String> {
     let total = blob.size();
     if crate::worker::gunzip::is_gzip(blob).await {
-        return read_gzip(st, id, blob).await;
+        return read_gzip(st, id, blob, partials).await;
     }
     let mut loader = Loader::new(Some(total as u64));
     let mut buf: Vec<u8> = Vec::new();
@@ -347,13 +363,24 @@ async fn read_blob(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
             done: end,
             total,
         });
+        if end < total {
+            partials.after_chunk(&mut loader, end, total);
+        }
+        if let Some(ms) = pause_ms {
+            gloo_timers::future::TimeoutFuture::new(ms).await;
+        }
     }
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
 }
 
 /// [`read_blob`] for a gzip file: decompressed as it is read (`crate::worker::gunzip`), the
 /// progress in compressed bytes.
-async fn read_gzip(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64), String> {
+async fn read_gzip(
+    st: &Shared,
+    id: u32,
+    blob: &Blob,
+    mut partials: Partials,
+) -> Result<(Snapshot, u64), String> {
     let total = blob.size();
     let mut loader = Loader::new(None);
     let mut buf: Vec<u8> = Vec::new();
@@ -366,6 +393,7 @@ async fn read_gzip(st: &Shared, id: u32, blob: &Blob) -> Result<(Snapshot, u64),
         if done > posted {
             posted = done;
             post(&FromWorker::Progress { id, done, total });
+            partials.after_chunk(&mut loader, done, total);
         }
         Ok(true)
     })
