@@ -11,6 +11,9 @@
 // - an OOM from fragmentation (`memlens synth --workload oom-fragmentation`): the verdict is
 //   `fragmentation`, the OOM row names the trace's oom entry, and clicking it opens the
 //   Allocator State History at that entry;
+// - the reverse of a frame opening its bands: a band pinned on the timeline is outlined in the
+//   live-memory flamegraph (view switched, or "live memory here"): the outlined path equals its
+//   alloc entry's stack read by stack_path.py, and the outlined cells run down it from the root;
 // - build times of the diagnosis in the worker are printed, screenshots go to
 //   tests/out/diagnosis-*.png.
 //
@@ -412,18 +415,10 @@ test('a zoomed timeline lists what grew between its ends, as memlens diagnose --
   await page.screenshot({ path: path.join(OUT, 'grew.png') });
 });
 
-test('a pinned band opens live memory right after its allocation', async (t) => {
-  const file = path.join(SNAPS, REAL[1]);
-  if (!fs.existsSync(file)) {
-    skipOrFail(t, `${file} missing: pinned band → flamegraph check`);
-    return;
-  }
-  const name = path.basename(file);
-  await page.goto('about:blank');
-  await page.goto(`${base}#file=${encodeURIComponent(name)}&view=timeline`);
-  await page.waitForSelector('#memlens[data-state=empty]');
-  await page.setInputFiles('[data-testid=file-input]', file);
+/** Finds a band under the pointer on the timeline canvas and clicks it (pins it). */
+async function pinBand(name) {
   await page.waitForFunction(() => document.getElementById('memlens')?.dataset.layout === 'exact');
+  await page.waitForSelector('[data-testid=timeline-canvas]');
   const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
   let at = null;
   for (const fy of [0.92, 0.8, 0.6, 0.4]) {
@@ -436,11 +431,65 @@ test('a pinned band opens live memory right after its allocation', async (t) => 
   assert.ok(at, `${name}: no band under the pointer`);
   await page.mouse.click(at.x, at.y);
   await page.waitForSelector('[data-testid=stack-live-memory]');
+}
+
+/** The icicle's outline of the pinned band: its allocation's path and the cells drawn along it. */
+async function flameMark(name) {
+  try {
+    await page.waitForFunction(() => document.querySelector('[data-testid=icicle]')?.dataset.markPath !== undefined, null, { timeout: 60000 });
+  } catch (err) {
+    const seen = await page.evaluate(() => JSON.stringify({ hash: location.hash, icicle: document.querySelector('[data-testid=icicle]')?.dataset ?? null }));
+    throw new Error(`${name}: the flamegraph outlines no pinned band: ${seen}`, { cause: err });
+  }
+  return page.$eval('[data-testid=icicle]', (e) => ({
+    event: e.dataset.event === undefined ? null : Number(e.dataset.event),
+    path: JSON.parse(e.dataset.markPath),
+    cells: JSON.parse(e.dataset.markedFrames),
+  }));
+}
+
+test('a pinned band opens live memory right after its allocation, its stack outlined in the flamegraph', async (t) => {
+  const file = path.join(SNAPS, REAL[1]);
+  if (!fs.existsSync(file)) {
+    skipOrFail(t, `${file} missing: pinned band → flamegraph check`);
+    return;
+  }
+  const name = path.basename(file);
+  await page.goto('about:blank');
+  await page.goto(`${base}#file=${encodeURIComponent(name)}&view=timeline`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', file);
+  // Pinned, then the view switched to Diagnosis: the flamegraph at the peak outlines its stack.
+  await pinBand(name);
+  await page.selectOption('[data-testid=view-select]', 'diagnosis');
+  await page.waitForFunction(() => {
+    const v = document.querySelector('[data-testid=diagnosis]')?.dataset.verdict;
+    return v && v !== 'pending';
+  }, null, { timeout: 60000 });
+  const device = Number(await page.$eval('[data-testid=diagnosis]', (e) => e.dataset.device));
+  const atPeak = await flameMark(name);
+  // Back on the timeline, the same band pinned: "live memory here" opens the flamegraph right
+  // after its alloc, where it is alive, so its path is drawn.
+  await page.selectOption('[data-testid=view-select]', 'timeline');
+  await pinBand(name);
   await page.click('[data-testid=stack-live-memory]');
   await page.waitForFunction(() => /view=diagnosis/.test(location.hash) && document.querySelector('[data-testid=icicle]')?.dataset.event !== undefined, null, { timeout: 60000 });
   const ic = await page.$eval('[data-testid=icicle]', (e) => ({ total: Number(e.dataset.totalBytes), event: Number(e.dataset.event) }));
   const cli = JSON.parse(memlens(['diagnose', '--json', '--at', String(ic.event), file])).devices[0];
   assert.equal(ic.total, cli.peak.allocated_bytes, `${name}: flamegraph after event ${ic.event} = memlens diagnose --at`);
+  const here = await flameMark(name);
+  assert.equal(here.event, ic.event);
+  // The allocation's stack, read independently from the pickle at its alloc entry.
+  const want = JSON.parse(execFileSync('python3', [path.join(HERE, 'stack_path.py'), file, String(device), String(ic.event)]).toString());
+  assert.deepEqual(here.path, want, `${name}: the outlined path is the stack of the alloc at event ${ic.event}`);
+  assert.deepEqual(atPeak.path, want, `${name}: the same path in the flamegraph at the peak`);
+  // The outlined cells run down that path from the root (as deep as cells are drawn; the
+  // allocation is alive there, so at least its root frame's cell).
+  assert.ok(here.cells.length >= 1, `${name}: no cell outlined after event ${ic.event}: ${JSON.stringify(here)}`);
+  assert.deepEqual(here.cells, want.slice(0, here.cells.length), `${name}: outlined cells after event ${ic.event}`);
+  assert.deepEqual(atPeak.cells, want.slice(0, atPeak.cells.length), `${name}: outlined cells at the peak`);
+  console.log(`diagnosis ${name}: pinned band (alloc at event ${ic.event}) outlined in ${here.cells.length} of ${want.length} cells, ${atPeak.cells.length} at the peak`);
+  await page.screenshot({ path: path.join(OUT, 'diagnosis-flame-mark.png') });
 });
 
 test('no request left 127.0.0.1, and no page errors', async () => {

@@ -2,7 +2,7 @@
 //! current view and the stack panel. Side effects live here: the worker bridge, drag-and-drop,
 //! `?src=`, and keeping the URL hash and the state in step.
 
-use crate::page::app_state::{Action, AppState, FileStatus, HashState, IcicleKey, View};
+use crate::page::app_state::{Action, AppState, FileStatus, HashState, View};
 use crate::page::bridge::Bridge;
 use crate::page::diagnosis::DiagnosisView;
 use crate::page::panels::{
@@ -543,15 +543,10 @@ fn view_content(state: &UseReducerHandle<AppState>, info: &Rc<FileInfo>, h: &Han
 fn diagnosis_body(state: &UseReducerHandle<AppState>) -> Html {
     let (s1, s2, s3) = (state.clone(), state.clone(), state.clone());
     let s4 = state.clone();
-    let icicle = state.icicle.clone().filter(|i| {
-        state.wanted_icicle()
-            == Some(IcicleKey {
-                file: i.file,
-                device: i.device,
-                event: i.icicle.event,
-                callers_of: i.callers_of.clone(),
-            })
-    });
+    let icicle = state
+        .icicle
+        .clone()
+        .filter(|i| state.wanted_icicle() == Some(i.key()));
     html! {
         <DiagnosisView diagnosis={state.current_diagnosis().cloned()} {icicle}
             on_frame={Callback::from(move |f: String| s1.dispatch(Action::ShowFrame(f)))}

@@ -198,13 +198,24 @@ impl PartialEq for SharedDiagnosis {
     }
 }
 
-/// Which icicle: (file, device) after `event`, inverted for `callers_of` if set.
+/// Which icicle: (file, device) after `event`, inverted for `callers_of` if set, with the path
+/// of element `mark`'s allocation through it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IcicleKey {
     pub file: u32,
     pub device: u32,
     pub event: Option<u32>,
     pub callers_of: Option<String>,
+    pub mark: Option<u32>,
+}
+
+/// A band pinned on the Active Memory Timeline of (file, device), whose allocation's stack the
+/// Diagnosis view's icicle outlines (the reverse of a frame opening its bands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlameMark {
+    pub file: u32,
+    pub device: u32,
+    pub element: u32,
 }
 
 /// Live memory at a moment as an icicle, for (file, device); compared by identity.
@@ -214,7 +225,23 @@ pub struct SharedIcicle {
     pub device: u32,
     /// Inverted for this frame.
     pub callers_of: Option<String>,
+    /// The element marked, and its allocation's path through the icicle, root first.
+    pub mark: Option<u32>,
+    pub mark_path: Option<Rc<Vec<String>>>,
     pub icicle: Rc<Icicle>,
+}
+
+impl SharedIcicle {
+    /// What it answers.
+    pub fn key(&self) -> IcicleKey {
+        IcicleKey {
+            file: self.file,
+            device: self.device,
+            event: self.icicle.event,
+            callers_of: self.callers_of.clone(),
+            mark: self.mark,
+        }
+    }
 }
 
 impl PartialEq for SharedIcicle {
@@ -271,6 +298,8 @@ pub struct AppState {
     pub icicle: Option<SharedIcicle>,
     /// Diagnosis: the icicle inverted for this frame (its callers), if asked.
     pub callers_of: Option<String>,
+    /// Diagnosis: the band pinned on the timeline before it opened, outlined in its icicle.
+    pub flame_mark: Option<FlameMark>,
     /// Timelines: what grew inside the zoomed window, for (file), latest reply.
     pub between: Option<(u32, Rc<Between>)>,
     /// Compare view: A, the answers, the cursor and the highlight (B is the current file and
@@ -376,7 +405,8 @@ pub enum Action {
     OpenEvent(u32),
     /// Diagnosis: show live memory after this entry (`None`: at the peak).
     PickMoment(Option<u32>),
-    /// Open the Diagnosis view with live memory after this entry.
+    /// Open the Diagnosis view with live memory after this entry (the pinned band's stack
+    /// outlined in it).
     ShowMoment(u32),
     /// Compare view: pick side A (`true`) or B.
     PickCompare(bool, CompareSide),
@@ -472,11 +502,16 @@ impl AppState {
     /// moment, else the peak (`Some(None)`: before the first event).
     pub fn wanted_icicle(&self) -> Option<IcicleKey> {
         let d = self.current_diagnosis()?;
+        let file = self.current?;
         Some(IcicleKey {
-            file: self.current?,
+            file,
             device: d.diagnosis.device,
             event: self.moment.or(d.diagnosis.peak.event),
             callers_of: self.callers_of.clone(),
+            mark: self
+                .flame_mark
+                .filter(|m| (m.file, m.device) == (file, d.diagnosis.device))
+                .map(|m| m.element),
         })
     }
 
@@ -631,6 +666,7 @@ impl AppState {
     fn reset_view_of_file(&mut self) {
         self.moment = None;
         self.callers_of = None;
+        self.flame_mark = None;
         self.window = None;
         self.selected = None;
         self.context = None;
@@ -804,6 +840,7 @@ impl AppState {
                 self.open_view(View::Timeline);
             }
             Action::ShowMoment(e) => {
+                self.mark_pinned_band();
                 self.view = Some(View::Diagnosis);
                 self.window = None;
                 self.moment = Some(e);
@@ -990,6 +1027,7 @@ impl AppState {
         self.device = Some(d);
         self.moment = None;
         self.callers_of = None;
+        self.flame_mark = None;
         self.event = None;
         self.whole_and_unpinned();
     }
@@ -1002,6 +1040,9 @@ impl AppState {
             return;
         }
         let linked = |w: View| w == View::State || w.kind() == Some(TimelineKind::Active);
+        if v == View::Diagnosis && linked(self.view()) {
+            self.mark_pinned_band();
+        }
         let keep = linked(self.view()) && linked(v);
         let from_key = self.element_key();
         self.view = Some(v);
@@ -1023,6 +1064,19 @@ impl AppState {
                 }
             }
         }
+    }
+
+    /// The Diagnosis view, opened from a view showing the Active Memory Timeline's elements,
+    /// outlines the pinned band's stack in its icicle (nothing when none is pinned).
+    fn mark_pinned_band(&mut self) {
+        let key = self
+            .element_key()
+            .filter(|k| k.kind == TimelineKind::Active);
+        self.flame_mark = key.zip(self.selected).map(|(k, element)| FlameMark {
+            file: k.file,
+            device: k.device,
+            element,
+        });
     }
 
     /// The history's list columns arrived: the wanted entry's allocation gets pinned.

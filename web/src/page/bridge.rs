@@ -417,6 +417,7 @@ impl Bridge {
                     device: want.device,
                     event: want.event,
                     callers_of: want.callers_of.clone(),
+                    mark: want.mark,
                 },
                 &[],
             );

@@ -165,7 +165,7 @@ pub fn stack_panel(p: &StackProps) -> Html {
                 <label class="toggle"><input type="checkbox" checked={p.full} onchange={toggle} />{ " full stack" }</label>
                 if p.selected.is_some() { <button class="link" onclick={unpin}>{ "unpin" }</button> }
                 if let (Some(_), Some(cb)) = (p.selected, &p.on_live_memory) {
-                    <button class="link" data-testid="stack-live-memory" title="live memory right after this allocation, as a flamegraph (Diagnosis)"
+                    <button class="link" data-testid="stack-live-memory" title="live memory right after this allocation, as a flamegraph (Diagnosis) with its stack outlined"
                         onclick={cb.reform(|_: MouseEvent| ())}>{ "live memory here" }</button>
                 }
             </div>

@@ -219,11 +219,15 @@ impl Reply {
                 id,
                 device,
                 callers_of,
+                mark,
+                mark_path,
                 icicle,
             } => Reply::Act(Action::Icicle(SharedIcicle {
                 file: id,
                 device,
                 callers_of,
+                mark,
+                mark_path: mark_path.map(Rc::new),
                 icicle: Rc::new(*icicle),
             })),
             FromWorker::Colours {

@@ -80,6 +80,10 @@ pub enum ToWorker {
         event: Option<u32>,
         /// Inverted for this frame (`basename:line:name`): its callers below it.
         callers_of: Option<String>,
+        /// Element of the device's Active Memory Timeline (a pinned band) whose allocation's
+        /// path through the icicle the reply names.
+        #[serde(default)]
+        mark: Option<u32>,
     },
     /// What grew between two events (`memlens_core::analysis::compare::between`).
     Between {
@@ -271,6 +275,11 @@ pub enum FromWorker {
         id: u32,
         device: u32,
         callers_of: Option<String>,
+        /// The element asked to mark, and its allocation's path through this icicle
+        /// (`memlens_core::analysis::icicle::allocation_path`; `None`: not an allocation, or
+        /// inverted for a frame its stack does not hold).
+        mark: Option<u32>,
+        mark_path: Option<Vec<String>>,
         icicle: Box<Icicle>,
     },
     /// Reply to [`ToWorker::Between`].

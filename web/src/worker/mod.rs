@@ -216,22 +216,8 @@ fn handle(state: &Shared, data: JsValue) {
             device,
             event,
             callers_of,
-        } => {
-            use memlens_core::analysis::icicle::{callers_at, icicle_at};
-            let icicle = state.borrow().files.get(&id).map(|f| {
-                let replay = memlens_core::replay::replay_device(&f.snap, device);
-                match &callers_of {
-                    Some(frame) => callers_at(&f.snap, &replay, event, frame),
-                    None => icicle_at(&f.snap, &replay, event),
-                }
-            });
-            post(&FromWorker::Icicle {
-                id,
-                device,
-                callers_of,
-                icicle: Box::new(icicle.unwrap_or_default()),
-            });
-        }
+            mark,
+        } => send_icicle(state, id, device, event, callers_of, mark),
         ToWorker::Search {
             id,
             device,
@@ -291,6 +277,45 @@ fn handle(state: &Shared, data: JsValue) {
             });
         }
     }
+}
+
+/// Live memory after `event` as an icicle (inverted for `callers_of`), with the path of the
+/// allocation of element `mark` of the Active Memory Timeline through it.
+fn send_icicle(
+    state: &Shared,
+    id: u32,
+    device: u32,
+    event: Option<u32>,
+    callers_of: Option<String>,
+    mark: Option<u32>,
+) {
+    use memlens_core::analysis::icicle::{allocation_path, callers_at, icicle_at};
+    let mut st = state.borrow_mut();
+    let (icicle, mark_path) = match st.files.get_mut(&id) {
+        None => (Default::default(), None),
+        Some(f) => {
+            let replay = memlens_core::replay::replay_device(&f.snap, device);
+            let icicle = match &callers_of {
+                Some(frame) => callers_at(&f.snap, &replay, event, frame),
+                None => icicle_at(&f.snap, &replay, event),
+            };
+            let mark_path = mark.and_then(|e| {
+                let l = layout_for(f, device, TimelineKind::Active);
+                let stack = l.elements.allocation_stack(e as usize)?;
+                allocation_path(&f.snap, stack, callers_of.as_deref())
+            });
+            (icicle, mark_path)
+        }
+    };
+    drop(st);
+    post(&FromWorker::Icicle {
+        id,
+        device,
+        callers_of,
+        mark,
+        mark_path,
+        icicle: Box::new(icicle),
+    });
 }
 
 /// The part of the snapshot the page's `#range=` asks for (the whole one without it).

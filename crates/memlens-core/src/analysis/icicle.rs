@@ -5,7 +5,9 @@
 //! children are ordered largest first and laid out from their parent's start. Allocations from
 //! before the trace hang under `(allocated before the trace)`, those without frames under
 //! `(no stack)`. [`callers_at`] inverts it for one frame (the frame on top, its callers below). Nodes narrower than `total / MIN_SHARE_INV` are left out (their bytes stay in
-//! their parent), so the result is bounded whatever the trace.
+//! their parent), so the result is bounded whatever the trace. [`allocation_path`] is where one
+//! allocation sits in either (the page outlines a pinned band's cells), [`Icicle::path_nodes`]
+//! the cells drawn along it.
 
 use super::frames::{BEFORE_TRACE, NO_STACK};
 use crate::flame::{format_frame, frame_is_shown};
@@ -84,12 +86,31 @@ fn path_of(s: &Snapshot, stack: StackId) -> Vec<String> {
     out
 }
 
+/// Where an allocation with `stack` (`None`: made before the trace) sits in an icicle, root
+/// first: in [`icicle_at`]'s, or with `callers_of` in [`callers_at`]'s for that frame (`None`
+/// when its stack does not hold the frame). The one rule both layouts use.
+pub fn allocation_path(
+    s: &Snapshot,
+    stack: Option<StackId>,
+    callers_of: Option<&str>,
+) -> Option<Vec<String>> {
+    let Some(frame) = callers_of else {
+        return Some(match stack {
+            None => vec![BEFORE_TRACE.to_string()],
+            Some(st) => path_of(s, st),
+        });
+    };
+    let mut p = path_of(s, stack?);
+    // Root first; the innermost occurrence of the frame, then outward.
+    let i = p.iter().rposition(|f| f == frame)?;
+    p.truncate(i + 1);
+    p.reverse();
+    Some(p)
+}
+
 /// The icicle of what is alive after `event` (`None`: before the first event).
 pub fn icicle_at(s: &Snapshot, replay: &Replay, event: Option<EventIdx>) -> Icicle {
-    build(replay, event, |stack| match stack {
-        None => Some(vec![BEFORE_TRACE.to_string()]),
-        Some(st) => Some(path_of(s, st)),
-    })
+    build(replay, event, |stack| allocation_path(s, stack, None))
 }
 
 /// The inverted icicle of one frame (`basename:line:name`): the live allocations whose stack
@@ -97,13 +118,35 @@ pub fn icicle_at(s: &Snapshot, replay: &Replay, event: Option<EventIdx>) -> Icic
 /// what the frame holds alive.
 pub fn callers_at(s: &Snapshot, replay: &Replay, event: Option<EventIdx>, frame: &str) -> Icicle {
     build(replay, event, |stack| {
-        let mut p = path_of(s, stack?);
-        // Root first; the innermost occurrence of the frame, then outward.
-        let i = p.iter().rposition(|f| f == frame)?;
-        p.truncate(i + 1);
-        p.reverse();
-        Some(p)
+        allocation_path(s, stack, Some(frame))
     })
+}
+
+impl Icicle {
+    /// Indices of the nodes along `path` (root first), as deep as the icicle keeps it (a node
+    /// left out for its width ends it).
+    pub fn path_nodes(&self, path: &[String]) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut from = 0;
+        for (depth, label) in (0u32..).zip(path) {
+            // Nodes are depth first: the parent's subtree runs until a node is shallower.
+            let found = self
+                .nodes
+                .iter()
+                .enumerate()
+                .skip(from)
+                .take_while(|(_, n)| n.depth >= depth)
+                .find(|(_, n)| n.depth == depth && &n.frame == label);
+            match found {
+                Some((i, _)) => {
+                    out.push(i);
+                    from = i + 1;
+                }
+                None => break,
+            }
+        }
+        out
+    }
 }
 
 fn build(

@@ -191,3 +191,53 @@ fn two_moments_of_two_devices_sum_to_the_change_and_match_the_peaks() {
         assert_eq!(c.device, db);
     }
 }
+
+#[test]
+fn every_live_allocation_s_path_runs_through_its_icicle_cells() {
+    for (name, snap) in fixture_snapshots() {
+        for device in snap.devices() {
+            let replay = crate::replay::replay_device(&snap, device);
+            let last = replay.events.checked_sub(1);
+            let ic = super::icicle::icicle_at(&snap, &replay, last);
+            let min = ic.total_bytes / super::icicle::MIN_SHARE_INV;
+            for a in replay.live_at(last) {
+                let stack = a.alloc_event.map(|_| a.stack);
+                let path = super::icicle::allocation_path(&snap, stack, None)
+                    .unwrap_or_else(|| panic!("{name}: no path"));
+                let cells = ic.path_nodes(&path);
+                // Each cell is the path's frame at its depth, nested in the one above it.
+                for (d, &i) in cells.iter().enumerate() {
+                    let n = &ic.nodes[i];
+                    assert_eq!((n.depth as usize, &n.frame), (d, &path[d]), "{name}");
+                    if let Some(&p) = d.checked_sub(1).and_then(|k| cells.get(k)) {
+                        let p = &ic.nodes[p];
+                        assert!(p.offset_bytes <= n.offset_bytes, "{name}");
+                        assert!(
+                            n.offset_bytes + n.bytes <= p.offset_bytes + p.bytes,
+                            "{name}"
+                        );
+                    }
+                }
+                // An allocation at least as wide as the cut is drawn down to its leaf.
+                if a.size_bytes >= min.max(1) {
+                    assert_eq!(cells.len(), path.len(), "{name}: {path:?}");
+                }
+            }
+            // Inverted for the leaf of the largest path: its path starts with that frame.
+            let Some(top) = ic.nodes.iter().max_by_key(|n| (n.depth, n.bytes)) else {
+                continue;
+            };
+            if top.frame.starts_with('(') {
+                continue;
+            }
+            let inv = super::icicle::callers_at(&snap, &replay, last, &top.frame);
+            for a in replay.live_at(last) {
+                let stack = a.alloc_event.map(|_| a.stack);
+                if let Some(p) = super::icicle::allocation_path(&snap, stack, Some(&top.frame)) {
+                    assert_eq!(p[0], top.frame, "{name}");
+                    assert_eq!(inv.path_nodes(&p).first(), Some(&0), "{name}");
+                }
+            }
+        }
+    }
+}

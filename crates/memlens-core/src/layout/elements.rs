@@ -90,6 +90,16 @@ impl Elements {
     pub fn is_empty(&self) -> bool {
         self.size_bytes.is_empty()
     }
+    /// The stack element `e` is grouped by as a live allocation (as the analysis groups the
+    /// allocation table: `Some(None)` when it was made before the trace); `None` when it is no
+    /// allocation (a remainder or an envelope) or out of range.
+    pub fn allocation_stack(&self, e: usize) -> Option<Option<StackId>> {
+        match self.kind.get(e)? {
+            ElementKind::Allocation(Origin::Traced) => Some(Some(*self.stack.get(e)?)),
+            ElementKind::Allocation(_) => Some(None),
+            ElementKind::Remainder | ElementKind::PoolEnvelope => None,
+        }
+    }
     pub(super) fn consistent(&self) -> bool {
         let n = self.len();
         [
