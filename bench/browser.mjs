@@ -26,6 +26,8 @@
 // BENCH_VIEW=compare A B: the Compare view painted (both files chosen together on
 // #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
 // opened alone (→ its first paint), BENCH_REPS (default 5) alternating runs, medians and ratio.
+// BENCH_VIEW=decode FILE: the worker's wasm decode of FILE against the native decode, for one
+// or several built viewers (BENCH_DISTS), BENCH_REPS alternating rounds, medians and ratios.
 // BENCH_VIEW=files F1..FN: N files to a painted Files overview (all rows shown): all chosen at
 // once (parallel workers), all at once with ?workers=1 (one worker), and one after another
 // (each chosen when the previous is ready), BENCH_REPS alternating runs, medians and ratios.
@@ -154,6 +156,70 @@ async function alternate(modes) {
   }
   for (const [k, v] of Object.entries(got)) console.log(`${k}\t${v.map((x) => x.toFixed(0)).join(' / ')}\tmedian ${median(v).toFixed(0)} ms`);
   return Object.fromEntries(Object.entries(got).map(([k, v]) => [k, median(v)]));
+}
+if (process.env.BENCH_VIEW === 'decode') {
+  // The worker's wasm decode of one file (the page's "decoded in N ms": Blob chunks read and
+  // copied into wasm memory, decoded, the model built) against the native decode of the same
+  // file (BENCH_NATIVE, default the release `decode_bench` example: the same Loader, the file
+  // streamed in 1 MiB chunks), BENCH_REPS rounds alternating native and each of BENCH_DISTS
+  // (comma-separated built viewers, default MEMLENS_DIST). Wall time, and CPU time (native: the
+  // process's; browser: the renderer processes' from file chosen to decoded, which holds the
+  // worker, plus the page's little work meanwhile), the steadier one on a loaded machine;
+  // medians, and each build's throughput as a share of native (native / this).
+  const f = files[0];
+  const native = process.env.BENCH_NATIVE ?? path.join(ROOT, 'target/release/examples/decode_bench');
+  const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
+  const served = [];
+  for (const d of dists) served.push({ name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
+  const tick = 1000 / Number(execSync('getconf CLK_TCK', { encoding: 'utf8' }));
+  // CPU ms of each renderer process (utime + stime from /proc/PID/stat).
+  const rendererCpu = () => {
+    const out = execSync("ps -eo pid,args | grep -- '--type=renderer' | grep -v grep || true", { encoding: 'utf8' });
+    const m = new Map();
+    for (const l of out.split('\n').filter(Boolean)) {
+      const pid = l.trim().split(/\s+/)[0];
+      try {
+        const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        m.set(pid, (Number(st[11]) + Number(st[12])) * tick);
+      } catch (e) { /* gone */ }
+    }
+    return m;
+  };
+  const wall = Object.fromEntries([['native', []], ...served.map((s) => [s.name, []])]);
+  const cpu = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
+  console.log(`decode of ${path.basename(f)} (${(fs.statSync(f).size / 1e6).toFixed(1)} MB), ${REPS} rounds`);
+  for (let r = 0; r < REPS; r++) {
+    const out = execSync(`${native} ${JSON.stringify(f)} 1`, { encoding: 'utf8' });
+    const nm = /decode_ms ([\d.]+) cpu_ms ([\d.]+)/.exec(out);
+    wall.native.push(Number(nm[1]));
+    cpu.native.push(Number(nm[2]));
+    for (const s of served) {
+      const page = await context.newPage();
+      await page.goto(s.base);
+      await page.waitForSelector('#memlens[data-state=empty]');
+      await page.waitForTimeout(IDLE_MS);
+      const before = rendererCpu();
+      await page.setInputFiles('[data-testid=file-input]', f);
+      await page.waitForFunction(() => /decoded in \d+ ms/.test(document.body.innerText), null, { timeout: 600000, polling: 50 });
+      const after = rendererCpu();
+      let used = 0;
+      for (const [pid, c] of after) used += c - (before.get(pid) ?? 0);
+      wall[s.name].push(Number(/decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText))[1]));
+      cpu[s.name].push(used);
+      await page.close();
+    }
+  }
+  const nat = { wall: median(wall.native), cpu: median(cpu.native) };
+  for (const k of Object.keys(wall)) {
+    const w = median(wall[k]);
+    const c = median(cpu[k]);
+    console.log(`${k}\twall ${wall[k].map((x) => x.toFixed(0)).join(' / ')} median ${w.toFixed(0)} ms (native/this ${(nat.wall / w).toFixed(2)})`
+      + `\tcpu ${cpu[k].map((x) => x.toFixed(0)).join(' / ')} median ${c.toFixed(0)} ms (native/this ${(nat.cpu / c).toFixed(2)})`);
+  }
+  await context.close();
+  for (const s of served) s.server.close();
+  server.close();
+  process.exit(0);
 }
 if (process.env.BENCH_VIEW === 'compare') {
   const larger = [...files].sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
