@@ -8,7 +8,9 @@
 use libfuzzer_sys::fuzz_target;
 use memlens_core::model::normalize;
 use memlens_core::raw::{Encoding, PickleMachine, Progress};
-use memlens_core::{DecodeError, Loader, Snapshot};
+use memlens_core::{DecodeError, Snapshot};
+
+mod common;
 
 /// The model of a decode as text (its `Debug`), or `None` for an error.
 fn model_text(r: Result<Snapshot, DecodeError>) -> Option<String> {
@@ -49,23 +51,6 @@ fn decoded_whole(body: &[u8]) -> Result<Snapshot, DecodeError> {
     normalize(a, v, Encoding::Pickle { protocol })
 }
 
-/// The loader's model after pushing `data` in pieces of `sizes` (cycled).
-fn loaded_in_pieces(
-    data: &[u8],
-    sizes: &[usize],
-    total: Option<u64>,
-) -> Result<Snapshot, DecodeError> {
-    let mut l = Loader::new(total);
-    let (mut pos, mut i) = (0usize, 0usize);
-    while pos < data.len() {
-        let n = sizes[i % sizes.len()].min(data.len() - pos);
-        i += 1;
-        l.push(&data[pos..pos + n])?;
-        pos += n;
-    }
-    l.finish()
-}
-
 fuzz_target!(|data: &[u8]| {
     let Some((&first, rest)) = data.split_first() else {
         return;
@@ -87,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
     let loaded = model_text(memlens_core::load(body));
     for total in [None, Some(body.len() as u64)] {
         assert!(
-            model_text(loaded_in_pieces(body, &sizes, total)) == loaded,
+            model_text(common::load_in_pieces(body, &sizes, total)) == loaded,
             "Loader in pieces {sizes:?} (total {total:?}) disagrees with load"
         );
     }

@@ -11,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 use memlens_core::model::normalize;
 use memlens_core::raw::pickle::{parallel, split};
 use memlens_core::raw::{Encoding, PickleMachine, Progress};
-use memlens_core::Loader;
+
+mod common;
 
 /// Feeds `body` to a fresh machine in chunks of `chunk` bytes, as a reader would.
 fn feed_in_chunks(body: &[u8], chunk: usize) -> Result<bool, memlens_core::DecodeError> {
@@ -121,15 +122,7 @@ fuzz_target!(|data: &[u8]| {
         "feed({chunk}) disagrees with decode_all"
     );
 
-    let mut l = Loader::new(None);
-    let mut pushed = Ok(());
-    for c in data.chunks(chunk) {
-        pushed = l.push(c);
-        if pushed.is_err() {
-            break;
-        }
-    }
-    let loaded = pushed.and_then(|()| l.finish());
+    let loaded = common::load_in_pieces(data, &[chunk], None);
     assert_eq!(
         whole.is_ok(),
         loaded.is_ok(),

@@ -9,7 +9,9 @@
 use libfuzzer_sys::fuzz_target;
 use memlens_core::model::normalize;
 use memlens_core::raw::{Encoding, PickleMachine};
-use memlens_core::{DecodeError, Loader, Snapshot};
+use memlens_core::{DecodeError, Snapshot};
+
+mod common;
 
 fn model_text(r: &Result<Snapshot, DecodeError>) -> Option<String> {
     r.as_ref().ok().map(|s| format!("{s:?}"))
@@ -19,14 +21,6 @@ fn model_text(r: &Result<Snapshot, DecodeError>) -> Option<String> {
 fn pickle_as_html(body: &[u8]) -> Result<Snapshot, DecodeError> {
     let (a, v, protocol) = PickleMachine::decode_all(body)?;
     normalize(a, v, Encoding::Html { protocol })
-}
-
-fn loaded_in_pieces(page: &[u8], chunk: usize) -> Result<Snapshot, DecodeError> {
-    let mut l = Loader::new(Some(page.len() as u64));
-    for c in page.chunks(chunk) {
-        l.push(c)?;
-    }
-    l.finish()
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -42,7 +36,11 @@ fuzz_target!(|data: &[u8]| {
             "the page and its pickle give different models"
         );
         assert!(
-            model_text(&loaded_in_pieces(page.as_bytes(), chunk)) == model_text(&from_page),
+            model_text(&common::load_in_pieces(
+                page.as_bytes(),
+                &[chunk],
+                Some(page.len() as u64)
+            )) == model_text(&from_page),
             "Loader({chunk}) disagrees with load on the page"
         );
     } else {
@@ -51,7 +49,11 @@ fuzz_target!(|data: &[u8]| {
             let _ = memlens_core::snapshot_stats(s);
         }
         assert!(
-            model_text(&loaded_in_pieces(rest, chunk)) == model_text(&whole),
+            model_text(&common::load_in_pieces(
+                rest,
+                &[chunk],
+                Some(rest.len() as u64)
+            )) == model_text(&whole),
             "Loader({chunk}) disagrees with load"
         );
     }

@@ -8,9 +8,11 @@
 
 use libfuzzer_sys::fuzz_target;
 use memlens_core::write::PickleWriter;
-use memlens_core::{snapshot_stats, Loader, Snapshot};
+use memlens_core::{snapshot_stats, Snapshot};
 use serde_json::Value;
 use std::io;
+
+mod common;
 
 /// Writes one JSON value into the pickle writer.
 fn write_value(w: &mut PickleWriter<Vec<u8>>, v: &Value) -> io::Result<()> {
@@ -57,15 +59,7 @@ fuzz_target!(|data: &[u8]| {
 
     // The loader, fed in pieces of a size taken from the input's length, must agree.
     let chunk = data.len() % 61 + 1;
-    let mut l = Loader::new(None);
-    let mut pushed = Ok(());
-    for c in data.chunks(chunk) {
-        pushed = l.push(c);
-        if pushed.is_err() {
-            break;
-        }
-    }
-    let loaded = pushed.and_then(|()| l.finish());
+    let loaded = common::load_in_pieces(data, &[chunk], None);
     let text = |r: &Result<Snapshot, _>| r.as_ref().ok().map(|s| format!("{s:?}"));
     assert!(
         text(&whole) == text(&loaded),
