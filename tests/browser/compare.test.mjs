@@ -2,13 +2,14 @@
 // built dist/ served on 127.0.0.1 (same harness as viewer.test.mjs):
 //
 // - two real snapshots (the 512 and 1024 training runs of one model, ../shared/snapshots) opened
-//   one after the other: A = the first, B = the second; the peaks, the frame rows and the ledger
-//   rows equal `memlens compare --json A B`, and each timeline's marked peak equals its side;
+//   one after the other: A = the first, B = the second; the peaks, the frame rows, the ledger
+//   rows and the stack rows equal `memlens compare --json A B`, and each timeline's marked peak
+//   equals its side;
 // - both timelines share one x axis: a wheel zoom over A puts B at the same fraction of its
 //   trace, a drag over B pans A the same way, a click on the totals chart moves both;
 // - the cursor: the pointer over A stands for an event in each trace; what the view lists there
-//   equals `memlens diagnose --json --at E` on each file (live totals, and per user frame B
-//   minus A);
+//   equals `memlens diagnose --json --at E` on each file (live totals, and per user frame and
+//   per ledger class B minus A) and, by stack, compare_ref.py's reading of the two moments;
 // - a frame row outlines its bands in both timelines: the match counts equal the independent
 //   count of search_count.py on each file; its ↗ opens B on the timeline with the frame searched;
 // - the hash names both sides, and a page opened on it compares them the other way round;
@@ -69,15 +70,24 @@ function entries(file, device) {
   return JSON.parse(memlens(['stats', '--json', file])).devices.find((d) => d.device === device).trace_entries;
 }
 
-/** B minus A per user frame, as core orders it (by absolute change, then frame), nonzero only. */
-function frameDiff(a, b) {
+/** B minus A per group (`key`: user frame, or ledger class), as core orders it (by absolute
+ * change, then key), nonzero only. */
+function groupDiff(a, b, key = 'frame') {
   const m = new Map();
-  for (const g of a) m.set(g.frame, { a: g.bytes, b: 0 });
-  for (const g of b) m.set(g.frame, { a: m.get(g.frame)?.a ?? 0, b: g.bytes });
-  return [...m].map(([frame, v]) => ({ frame, change: v.b - v.a }))
+  for (const g of a) m.set(g[key], { a: g.bytes, b: 0 });
+  for (const g of b) m.set(g[key], { a: m.get(g[key])?.a ?? 0, b: g.bytes });
+  return [...m].map(([k, v]) => ({ [key]: k, change: v.b - v.a }))
     .filter((r) => r.change !== 0)
-    .sort((x, y) => Math.abs(y.change) - Math.abs(x.change) || (x.frame < y.frame ? -1 : x.frame > y.frame ? 1 : 0));
+    .sort((x, y) => Math.abs(y.change) - Math.abs(x.change) || (x[key] < y[key] ? -1 : x[key] > y[key] ? 1 : 0));
 }
+
+/** Stack rows (`testid`) as {frame, frames, change}. */
+async function stackRows(scope, testid) {
+  return page.$$eval(`${scope} tr[data-testid=${testid}]`, (rs) => rs.map((r) => ({ frame: r.dataset.frame, frames: r.dataset.frames ? r.dataset.frames.split('\n') : [], change: Number(r.dataset.change) })));
+}
+
+/** A stack change of core or a reference as a stack row. */
+const asRow = (c) => ({ frame: c.frame, frames: c.frames, change: c.change_bytes });
 
 /** Asserts that both timelines show the same fraction of their traces. */
 function sameFraction(w, n, label) {
@@ -106,6 +116,9 @@ test('Compare view: peaks = memlens compare --json, synced timelines, cursor dif
   assert.deepEqual(rows, cli.by_frame.filter((c) => c.change_bytes !== 0).slice(0, rows.length).map((c) => ({ frame: c.frame, change: c.change_bytes })));
   const classes = await page.$$eval('tr[data-testid=compare-class]', (rs) => rs.map((r) => ({ class: r.dataset.class, change: Number(r.dataset.change) })));
   assert.deepEqual(classes, cli.by_class.filter((c) => c.change_bytes !== 0).map((c) => ({ class: c.class, change: c.change_bytes })));
+  const stacks = await stackRows('[data-testid=compare-device]', 'compare-stack-row');
+  assert.ok(stacks.length > 0, 'stack rows shown');
+  assert.deepEqual(stacks, cli.by_stack.map(asRow), 'stacks at the peaks = memlens compare --json by_stack');
 
   // Zoom over A: B shows the same fraction of its trace.
   const n = [entries(A, shown.ad), entries(B, shown.bd)];
@@ -140,7 +153,9 @@ test('Compare view: peaks = memlens compare --json, synced timelines, cursor dif
   const cur = await page.$eval('[data-testid=compare-cursor]', (e) => ({
     ae: Number(e.dataset.aEvent), be: Number(e.dataset.bEvent), a: Number(e.dataset.aBytes), b: Number(e.dataset.bBytes),
     rows: [...e.querySelectorAll('tr[data-testid=compare-cursor-row]')].map((r) => ({ frame: r.dataset.frame, change: Number(r.dataset.change) })),
+    classes: [...e.querySelectorAll('tr[data-testid=compare-cursor-class]')].map((r) => ({ class: r.dataset.class, change: Number(r.dataset.change) })),
   }));
+  const curStacks = await stackRows('[data-testid=compare-cursor]', 'compare-cursor-stack-row');
   const lines = await page.$$eval('[data-testid^=compare-track-] [data-testid=cursor-line]', (ls) => ls.map((l) => getComputedStyle(l).display));
   assert.deepEqual(lines, ['block', 'block'], 'the cursor line shows in both timelines');
   assert.ok(Math.abs(cur.ae / n[0] - cur.be / n[1]) < 0.01, `same moment of both traces: A ${cur.ae}/${n[0]}, B ${cur.be}/${n[1]}`);
@@ -149,7 +164,13 @@ test('Compare view: peaks = memlens compare --json, synced timelines, cursor dif
   assert.equal(cur.a, atA.allocated_bytes, `A alive after entry ${cur.ae} = diagnose --at`);
   assert.equal(cur.b, atB.allocated_bytes, `B alive after entry ${cur.be} = diagnose --at`);
   assert.ok(cur.rows.length > 0, 'cursor rows shown');
-  assert.deepEqual(cur.rows, frameDiff(atA.top, atB.top).slice(0, cur.rows.length), 'cursor rows = B minus A of diagnose --at by user frame');
+  assert.deepEqual(cur.rows, groupDiff(atA.top, atB.top).slice(0, cur.rows.length), 'cursor rows = B minus A of diagnose --at by user frame');
+  assert.ok(cur.classes.length > 0, 'cursor ledger rows shown');
+  assert.deepEqual(cur.classes, groupDiff(atA.by_class, atB.by_class, 'class'), 'cursor ledger rows = B minus A of diagnose --at by class');
+  const refAt = JSON.parse(execFileSync('python3', [path.join(ROOT, 'tests/python/compare_ref.py'), A, B, String(shown.ad), String(cur.ae), String(shown.bd), String(cur.be)]).toString());
+  assert.deepEqual([refAt.a_bytes, refAt.b_bytes], [cur.a, cur.b], 'compare_ref.py reads the same moments');
+  assert.ok(curStacks.length > 0, 'cursor stack rows shown');
+  assert.deepEqual(curStacks, refAt.by_stack.map(asRow), 'cursor stack rows = compare_ref.py by_stack');
   await page.screenshot({ path: path.join(OUT, 'compare-timelines.png') });
 
   // A frame row outlines its bands in both timelines: as many as the frame search finds.

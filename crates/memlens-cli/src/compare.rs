@@ -1,6 +1,6 @@
 //! The peak comparison of `memlens compare` as text: per device, peak A → peak B with the
 //! change, then the largest changes by user frame and by ledger class (core's
-//! `analysis::compare`); and its JSON with the stacks that changed at the peaks (`with_stacks`).
+//! `analysis::compare`; its JSON, with the stacks that changed at the peaks, is core's).
 
 use crate::fmt::{signed_bytes, Bytes};
 use memlens_core::analysis::compare::DeviceComparison;
@@ -63,29 +63,4 @@ pub fn peaks_text(devices: &[DeviceComparison]) -> String {
     }
     t.push('\n');
     t
-}
-
-/// Each device's comparison as JSON with `by_stack`: the stacks alive at either peak whose bytes
-/// differ (matched by their frames), the largest changes first (core's `stack_changes`).
-pub fn with_stacks(
-    a: &memlens_core::Snapshot,
-    b: &memlens_core::Snapshot,
-    devices: &[DeviceComparison],
-) -> Vec<serde_json::Value> {
-    use memlens_core::analysis::compare::{stack_changes, TOP_STACK_CHANGES};
-    use memlens_core::replay::replay_device;
-    devices
-        .iter()
-        .map(|d| {
-            let (ra, rb) = (replay_device(a, d.device), replay_device(b, d.device));
-            let stacks = stack_changes(
-                (a, &ra, d.a.event),
-                (b, &rb, d.b.event),
-                Some(TOP_STACK_CHANGES),
-            );
-            let mut v = serde_json::to_value(d).unwrap_or_default();
-            v["by_stack"] = serde_json::to_value(stacks).unwrap_or_default();
-            v
-        })
-        .collect()
 }

@@ -113,7 +113,7 @@ pub fn run_compare(a: CompareArgs) -> Result<Option<String>, CliError> {
     let diff = core_flame::compare_segments(&before, &after, a.device);
     if a.json {
         let v = serde_json::json!({
-            "devices": crate::compare::with_stacks(&before, &after, &peaks.devices),
+            "devices": peaks.devices,
             "only_before": diff.only_before,
             "only_after": diff.only_after,
         });

@@ -1,20 +1,23 @@
 //! The Compare view (`#view=compare`): two sides, A and B — devices of two open files (a
 //! change's before and after, two ranks) or two devices of one file. Their Active Memory
 //! Timelines stacked on a shared x axis with synced zoom, pan and cursor
-//! (`crate::page::compare_timelines`); what is alive at the cursor in A and in B by user frame;
-//! and the two timeline peaks — peak A, peak B, the change — with what is alive there by user
-//! frame and by ledger class side by side, largest change first ("+1.2 GiB at
+//! (`crate::page::compare_timelines`); and, at the two timeline peaks (peak A, peak B, the
+//! change) and at the cursor's moment of each trace, what is alive in A and in B by user
+//! frame, by ledger class and by full stack side by side, largest change first ("+1.2 GiB at
 //! model.py:88:forward", "new: …", "gone: …"), from core's `analysis::compare`. A frame row
-//! outlines that frame's bands in both timelines (the timelines' frame search); its ↗ opens B
-//! on the timeline with the frame searched.
+//! outlines that frame's bands in both timelines (the timelines' frame search), a stack row
+//! its user frame's; a frame row's ↗ opens B on the timeline with the frame searched.
 
 use crate::page::app_state::{Action, AppState, FileStatus, LayoutKey, View};
 use crate::page::bridge::Bridge;
 use crate::page::compare_state::{CompareAction, Cursor};
 use crate::page::compare_timelines::{CompareTimelines, Track};
+use crate::page::grew::stack_change_row;
 use crate::wire::clock::now_ms;
 use crate::wire::protocol::{CompareSide, ToWorker};
-use memlens_core::analysis::compare::{combine_moments, combine_peaks, Change, DeviceComparison};
+use memlens_core::analysis::compare::{
+    combine_moments, combine_peaks, Change, ClassChange, DeviceComparison, StackChange,
+};
 use memlens_core::analysis::verdict::human;
 use memlens_core::layout::TimelineKind;
 use std::collections::{HashMap, HashSet};
@@ -165,6 +168,42 @@ fn frame_rows(rows: &[Change], p: &Props, testid: &'static str) -> Html {
     }
 }
 
+/// Ledger class rows (B minus A), nonzero only.
+fn class_rows(rows: &[ClassChange], testid: &'static str) -> Html {
+    html! {
+        { for rows.iter().filter(|c| c.change_bytes != 0).map(|c| html! {
+            <tr data-testid={testid} data-class={c.class.clone()} data-change={c.change_bytes.to_string()}>
+                <td class="num">{ signed(c.change_bytes) }</td>
+                <td class="num">{ human(c.a_bytes) }</td>
+                <td class="num">{ human(c.b_bytes) }</td>
+                <td>{ format!("ledger: {}", c.class) }</td>
+            </tr>
+        }) }
+    }
+}
+
+/// Stack rows (B minus A, core's top stacks); a click outlines the bands of the stack's user
+/// frame (the stack's among them) in both timelines.
+fn stack_table(rows: &[StackChange], p: &Props, testid: &'static str) -> Html {
+    if rows.is_empty() {
+        return html! {};
+    }
+    let highlight = p.state.compare.highlight.clone();
+    html! {
+        <table class="diag-table">
+            <thead><tr><th>{ "change" }</th><th>{ "A" }</th><th>{ "B" }</th><th>{ "by stack (innermost frame first)" }</th></tr></thead>
+            <tbody>
+                { for rows.iter().take(ROWS).map(|c| {
+                    let on = highlight.as_deref() == Some(c.frame.as_str());
+                    let (act, f) = (p.act.clone(), c.frame.clone());
+                    let toggle = Callback::from(move |_: MouseEvent| act.emit(Action::Compare(CompareAction::Highlight((!on).then(|| f.clone())))));
+                    stack_change_row(c, testid, toggle, on)
+                }) }
+            </tbody>
+        </table>
+    }
+}
+
 fn table_head() -> Html {
     html! { <thead><tr><th>{ "change" }</th><th>{ "A" }</th><th>{ "B" }</th><th>{ "user frame" }</th></tr></thead> }
 }
@@ -178,21 +217,15 @@ fn peak_table(d: &DeviceComparison, p: &Props) -> Html {
                 { table_head() }
                 <tbody>
                     { frame_rows(&d.by_frame, p, "compare-row") }
-                    { for d.by_class.iter().filter(|c| c.change_bytes != 0).map(|c| html! {
-                        <tr data-testid="compare-class" data-class={c.class.clone()} data-change={c.change_bytes.to_string()}>
-                            <td class="num">{ signed(c.change_bytes) }</td>
-                            <td class="num">{ human(c.a_bytes) }</td>
-                            <td class="num">{ human(c.b_bytes) }</td>
-                            <td>{ format!("ledger: {}", c.class) }</td>
-                        </tr>
-                    }) }
+                    { class_rows(&d.by_class, "compare-class") }
                 </tbody>
             </table>
+            { stack_table(&d.by_stack, p, "compare-stack-row") }
         </section>
     }
 }
 
-/// What is alive at the cursor in A and B, by user frame.
+/// What is alive at the cursor in A and B, by user frame, ledger class and stack.
 fn cursor_table(p: &Props, a: CompareSide, b: CompareSide) -> Html {
     let Some(c) = p.state.compare.cursor.filter(|c| (c.a, c.b) == (a, b)) else {
         return html! { <p class="muted small" data-testid="compare-cursor" data-state="none">{ "Move the pointer over a timeline: what is alive there in A and in B appears here." }</p> };
@@ -218,8 +251,12 @@ fn cursor_table(p: &Props, a: CompareSide, b: CompareSide) -> Html {
             <h3>{ format!("at the cursor (A {}, B {}): {} → {} ({})", ev(m.a.event), ev(m.b.event), human(m.a.allocated_bytes), human(m.b.allocated_bytes), signed(change)) }</h3>
             <table class="diag-table">
                 { table_head() }
-                <tbody>{ frame_rows(&m.by_frame, p, "compare-cursor-row") }</tbody>
+                <tbody>
+                    { frame_rows(&m.by_frame, p, "compare-cursor-row") }
+                    { class_rows(&m.by_class, "compare-cursor-class") }
+                </tbody>
             </table>
+            { stack_table(&m.by_stack, p, "compare-cursor-stack-row") }
         </section>
     }
 }

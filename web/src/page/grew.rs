@@ -65,24 +65,35 @@ const STACK_FRAMES: usize = 4;
 fn stack_row(state: &UseReducerHandle<AppState>, c: &StackChange) -> Html {
     let s = state.clone();
     let frame = c.frame.clone();
-    let clickable = !frame.starts_with('(');
-    let onclick = clickable.then(|| {
-        Callback::from(move |_: MouseEvent| {
-            s.dispatch(Action::SetSearch {
-                address: String::new(),
-                frame: frame.clone(),
-            })
+    let onclick = Callback::from(move |_: MouseEvent| {
+        s.dispatch(Action::SetSearch {
+            address: String::new(),
+            frame: frame.clone(),
         })
     });
+    stack_change_row(c, "grew-stack-row", onclick, false)
+}
+
+/// A row of a stack's change: B minus A (or end minus start), both sides, its user frame and
+/// its first frames (all of them in its tooltip). A click (when its user frame is one, not
+/// `(allocated before the trace)`) runs `onclick`; `on` marks the row highlighted.
+pub fn stack_change_row(
+    c: &StackChange,
+    testid: &'static str,
+    onclick: Callback<MouseEvent>,
+    on: bool,
+) -> Html {
+    let clickable = !c.frame.starts_with('(');
     let mut shown = c.frames[..c.frames.len().min(STACK_FRAMES)].join(" ‹ ");
     if c.frames.len() > STACK_FRAMES {
         shown += &format!(" ‹ … {} more", c.frames.len() - STACK_FRAMES);
     }
     let sign = if c.change_bytes < 0 { "−" } else { "+" };
     html! {
-        <tr data-testid="grew-stack-row" data-frame={c.frame.clone()} data-frames={c.frames.join("\n")}
+        <tr data-testid={testid} data-frame={c.frame.clone()} data-frames={c.frames.join("\n")}
             data-change={c.change_bytes.to_string()} title={c.frames.join("\n")}
-            class={classes!(clickable.then_some("clickable"))} {onclick}>
+            class={classes!(clickable.then_some("clickable"), on.then_some("highlighted"))}
+            onclick={clickable.then_some(onclick)}>
             <td class="num">{ format!("{sign}{}", human(c.change_bytes.unsigned_abs())) }</td>
             <td class="num">{ human(c.a_bytes) }</td>
             <td class="num">{ human(c.b_bytes) }</td>

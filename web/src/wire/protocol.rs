@@ -97,7 +97,7 @@ pub enum ToWorker {
     PeakGroups {
         side: CompareSide,
     },
-    /// One side after `event`, by user frame (the Compare view's cursor;
+    /// One side after `event`, by user frame, ledger class and stack (the Compare view's cursor;
     /// `memlens_core::analysis::compare::moment_groups`).
     MomentGroups {
         side: CompareSide,

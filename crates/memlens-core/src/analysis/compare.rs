@@ -1,18 +1,20 @@
 //! A/B at the peaks: two snapshots (a change's before and after), per device, their timeline
-//! peaks and what is alive there grouped by user frame and by ledger class, side by side, with
-//! the change — "what did my change cost". Devices are those of either snapshot; a device
-//! missing on one side counts as empty there; two devices of one snapshot compare the same way
-//! ([`compare_device_peaks`]). Only the allocation table is read (no state history), so it
-//! costs about two `device_stats`. The same by user frame at any two moments: of two
-//! snapshots ([`compare_moments`], the Compare view's cursor) or of one device ([`between`],
-//! also by full stack: [`super::stack_change`]).
+//! peaks and what is alive there grouped by user frame, by ledger class and by full stack
+//! ([`super::stack_change`]), side by side, with the change — "what did my change cost".
+//! Devices are those of either snapshot; a device missing on one side counts as empty there;
+//! two devices of one snapshot compare the same way ([`compare_device_peaks`]). Only the
+//! allocation table is read (no state history), so it costs about two `device_stats`. The
+//! same at any two moments: of two snapshots ([`compare_moments`], the Compare view's cursor)
+//! or of one device ([`between`]).
 //! Each side's groups ([`peak_groups`], [`moment_groups`]) are computed apart and combined
 //! ([`combine_peaks`], [`combine_moments`]), so two snapshots need not sit in one process (the
 //! page decodes files in several workers).
 
 use super::alive::{alive_at, Alive};
 use super::ledger::Classifier;
-pub use super::stack_change::{stack_changes, StackChange, TOP_STACK_CHANGES};
+pub use super::stack_change::{
+    combine_stacks, stack_changes, stack_groups, StackChange, StackGroups, TOP_STACK_CHANGES,
+};
 use crate::model::Snapshot;
 use crate::replay::{replay_device, EventIdx};
 use serde::{Deserialize, Serialize};
@@ -60,6 +62,9 @@ pub struct DeviceComparison {
     pub by_frame: Vec<Change>,
     /// The ledger classes, by absolute change.
     pub by_class: Vec<ClassChange>,
+    /// The [`TOP_STACK_CHANGES`] stacks alive at either peak whose bytes differ (matched by
+    /// their frames), by absolute change (see [`combine_stacks`]).
+    pub by_stack: Vec<StackChange>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +81,8 @@ pub struct PeakGroups {
     pub frames: BTreeMap<String, u64>,
     /// Bytes alive at the peak by ledger class.
     pub classes: BTreeMap<String, u64>,
+    /// Bytes alive at the peak by full stack.
+    pub stacks: StackGroups,
 }
 
 /// Device `device` of `s` at its timeline peak (empty when the snapshot lacks the device).
@@ -86,7 +93,8 @@ pub fn peak_groups(s: &Snapshot, device: u32) -> PeakGroups {
     let st = crate::device_stats(s, device);
     let replay = replay_device(s, device);
     let event = st.timeline_peak_event;
-    let alive = alive_at(&replay, &mut Classifier::new(s, device), event);
+    let mut cx = Classifier::new(s, device);
+    let alive = alive_at(&replay, &mut cx, event);
     PeakGroups {
         peak: PeakSide {
             timeline_peak_bytes: st.timeline_peak_bytes,
@@ -96,6 +104,7 @@ pub fn peak_groups(s: &Snapshot, device: u32) -> PeakGroups {
         },
         frames: frames(&alive),
         classes: classes(&alive),
+        stacks: stack_groups(s, &replay, &mut cx.facts, event),
     }
 }
 
@@ -143,6 +152,18 @@ fn classes(alive: &Alive) -> BTreeMap<String, u64> {
         .collect()
 }
 
+fn class_changes(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> Vec<ClassChange> {
+    changes(a, b)
+        .into_iter()
+        .map(|c| ClassChange {
+            class: c.frame,
+            a_bytes: c.a_bytes,
+            b_bytes: c.b_bytes,
+            change_bytes: c.change_bytes,
+        })
+        .collect()
+}
+
 /// Compares two snapshots at their timeline peaks (one device, or every device of either).
 pub fn compare_peaks(a: &Snapshot, b: &Snapshot, device: Option<u32>) -> Comparison {
     let mut devices: Vec<u32> = a.devices().into_iter().chain(b.devices()).collect();
@@ -181,15 +202,8 @@ pub fn combine_peaks(device: u32, a: &PeakGroups, b: &PeakGroups) -> DeviceCompa
             .then(|| 100.0 * change as f64 / pa.timeline_peak_bytes as f64),
         peak_change_bytes: change,
         by_frame: changes(&a.frames, &b.frames),
-        by_class: changes(&a.classes, &b.classes)
-            .into_iter()
-            .map(|c| ClassChange {
-                class: c.frame,
-                a_bytes: c.a_bytes,
-                b_bytes: c.b_bytes,
-                change_bytes: c.change_bytes,
-            })
-            .collect(),
+        by_class: class_changes(&a.classes, &b.classes),
+        by_stack: combine_stacks(&a.stacks, &b.stacks, Some(TOP_STACK_CHANGES)),
         a: pa.clone(),
         b: pb.clone(),
     }
@@ -204,29 +218,37 @@ pub struct MomentSide {
     pub allocated_bytes: u64,
 }
 
-/// One side after an event, by user frame: what [`combine_moments`] compares.
+/// One side after an event, by user frame, ledger class and full stack: what
+/// [`combine_moments`] compares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MomentGroups {
     pub side: MomentSide,
     pub frames: BTreeMap<String, u64>,
+    pub classes: BTreeMap<String, u64>,
+    pub stacks: StackGroups,
 }
 
-/// Two moments (of two snapshots, or two devices) by user frame: B minus A.
+/// Two moments (of two snapshots, or two devices): B minus A.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Moments {
     pub a: MomentSide,
     pub b: MomentSide,
     /// Frames alive at either moment whose bytes differ, by absolute change (then frame).
     pub by_frame: Vec<Change>,
+    /// Ledger classes whose bytes differ, by absolute change (then class).
+    pub by_class: Vec<ClassChange>,
+    /// The [`TOP_STACK_CHANGES`] stacks whose bytes changed most (see [`combine_stacks`]).
+    pub by_stack: Vec<StackChange>,
 }
 
-/// What is alive after `event` of the replayed device, by user frame.
+/// What is alive after `event` of the replayed device, by user frame, ledger class and stack.
 pub fn moment_groups(
     s: &Snapshot,
     replay: &crate::replay::Replay,
     event: Option<EventIdx>,
 ) -> MomentGroups {
-    let al = alive_at(replay, &mut Classifier::new(s, replay.device), event);
+    let mut cx = Classifier::new(s, replay.device);
+    let al = alive_at(replay, &mut cx, event);
     MomentGroups {
         side: MomentSide {
             device: replay.device,
@@ -234,22 +256,28 @@ pub fn moment_groups(
             allocated_bytes: al.allocated_bytes,
         },
         frames: frames(&al),
+        classes: classes(&al),
+        stacks: stack_groups(s, replay, &mut cx.facts, event),
     }
 }
 
-/// A's moment against B's, by user frame.
+/// A's moment against B's.
 pub fn combine_moments(a: &MomentGroups, b: &MomentGroups) -> Moments {
     let mut by_frame = changes(&a.frames, &b.frames);
     by_frame.retain(|c| c.change_bytes != 0);
+    let mut by_class = class_changes(&a.classes, &b.classes);
+    by_class.retain(|c| c.change_bytes != 0);
     Moments {
         a: a.side.clone(),
         b: b.side.clone(),
         by_frame,
+        by_class,
+        by_stack: combine_stacks(&a.stacks, &b.stacks, Some(TOP_STACK_CHANGES)),
     }
 }
 
-/// What is alive after `a.2` in `a` against after `b.2` in `b`, by user frame (the Compare
-/// view's cursor: the same moment of two traces).
+/// What is alive after `a.2` in `a` against after `b.2` in `b` (the Compare view's cursor: the
+/// same moment of two traces).
 pub fn compare_moments(
     a: (&Snapshot, &crate::replay::Replay, Option<EventIdx>),
     b: (&Snapshot, &crate::replay::Replay, Option<EventIdx>),
@@ -289,6 +317,6 @@ pub fn between(
         from_bytes: m.a.allocated_bytes,
         to_bytes: m.b.allocated_bytes,
         by_frame: m.by_frame,
-        by_stack: stack_changes((s, replay, from), (s, replay, to), Some(TOP_STACK_CHANGES)),
+        by_stack: m.by_stack,
     }
 }

@@ -181,6 +181,25 @@ fn two_moments_of_two_devices_sum_to_the_change_and_match_the_peaks() {
             "{name}"
         );
         assert_eq!(m.a.allocated_bytes, ra.live_bytes_at(ea));
+        let net: i64 = m.by_class.iter().map(|c| c.change_bytes).sum();
+        let change = m.b.allocated_bytes as i64 - m.a.allocated_bytes as i64;
+        assert_eq!(net, change, "{name}: by class");
+        let all =
+            super::stack_change::stack_changes((&snap, &ra, ea), (&snap, &rb, Some(eb)), None);
+        assert_eq!(
+            all.iter().map(|c| c.change_bytes).sum::<i64>(),
+            change,
+            "{name}: by stack"
+        );
+        let top = super::compare::TOP_STACK_CHANGES.min(all.len());
+        assert_eq!(m.by_stack, all[..top], "{name}");
+        // A side's groups cross to the page as JSON (stacks' frames interned) and read back
+        // the same.
+        let g = super::compare::moment_groups(&snap, &ra, ea);
+        let json = serde_json::to_string(&g).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let back: super::compare::MomentGroups =
+            serde_json::from_str(&json).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(back, g, "{name}");
         // Two devices at their peaks: the same as comparing the snapshot with itself there.
         let c = super::compare::compare_device_peaks(&snap, da, &snap, db);
         let same = super::compare::compare_peaks(&snap, &snap, Some(db));
@@ -189,6 +208,12 @@ fn two_moments_of_two_devices_sum_to_the_change_and_match_the_peaks() {
             assert_eq!(c.peak_change_bytes, 0, "{name}");
         }
         assert_eq!(c.device, db);
+        let stacks = super::stack_change::stack_changes(
+            (&snap, &ra, c.a.event),
+            (&snap, &rb, c.b.event),
+            Some(super::compare::TOP_STACK_CHANGES),
+        );
+        assert_eq!(c.by_stack, stacks, "{name}: stacks at the peaks");
     }
 }
 
