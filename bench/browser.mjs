@@ -22,6 +22,8 @@
 // page's data-partial-paint-ms), → first paint of the file's own layout (first_paint_ms) and →
 // its exact layout (exact_ms), BENCH_REPS (default 5) runs alternating with `?pictures=0` (no
 // pictures while the file is read: the before), medians and the ratio of first paints.
+// BENCH_VIEW=worker_memory: each file dropped on a fresh idle page, BENCH_REPS times: the
+// renderer's resident memory before, at its peak and once settled (see there).
 // BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page.
 // BENCH_VIEW=compare A B: the Compare view painted (both files chosen together on
 // #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
@@ -218,6 +220,67 @@ if (process.env.BENCH_VIEW === 'decode') {
   }
   await context.close();
   for (const s of served) s.server.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'worker_memory') {
+  // What one decoding worker holds at its peak: each file dropped on a fresh, idle page
+  // (#view=timeline); the resident memory of this browser's renderer processes (the page and its
+  // workers are threads of one) sampled every 20 ms from before the drop until the worker's
+  // background work is done (exact layout drawn, then no growth for 3 s). Reported in MB:
+  //   before     idle page with its warm workers (the first and the spare);
+  //   peak_add   the highest sample minus `before`: the decoding worker's peak (its wasm memory,
+  //              the file's chunks in flight) plus the page's copy of one layout;
+  //   settled    what stays added once all is built (the worker's wasm memory never shrinks);
+  //   model      the worker's wasm memory once the model is built (data-model-memory-bytes).
+  const descendants = (root) => {
+    const kids = new Map();
+    for (const d of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const ppid = Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+        if (!kids.has(ppid)) kids.set(ppid, []);
+        kids.get(ppid).push(Number(d));
+      } catch { /* gone */ }
+    }
+    const out = [];
+    const walk = (p) => { for (const k of kids.get(p) ?? []) { out.push(k); walk(k); } };
+    walk(root);
+    return out;
+  };
+  // Renderers of the browser this script started (other browsers on the machine are not ours).
+  const renderers = () => descendants(process.pid).filter((p) => {
+    try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
+  });
+  const rssMB = (pids) => pids.reduce((a, p) => {
+    try { return a + Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))[1]) / 1024; } catch { return a; }
+  }, 0);
+  console.log(['input', 'MB', 'before_MB', 'peak_add_MB', 'settled_add_MB', 'model_MB'].join('\t'));
+  for (const f of files) {
+    for (let r = 0; r < REPS; r++) {
+      const page = await freshPage('#view=timeline');
+      const pids = renderers();
+      const before = rssMB(pids);
+      let peak = before;
+      let last = before;
+      let stableSince = Date.now();
+      let exact = false;
+      await page.setInputFiles('[data-testid=file-input]', f);
+      for (;;) {
+        await new Promise((res) => setTimeout(res, 20));
+        const now = rssMB(pids);
+        peak = Math.max(peak, now);
+        if (Math.abs(now - last) > 0.01 * last) stableSince = Date.now();
+        last = now;
+        exact ||= await page.evaluate(() => !!document.getElementById('memlens')?.dataset.exactPaintMs);
+        if (exact && Date.now() - stableSince > 3000) break;
+      }
+      const model = await page.evaluate(() => Number(document.querySelector('[data-model-memory-bytes]')?.dataset.modelMemoryBytes) / 1048576);
+      console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), before.toFixed(0), (peak - before).toFixed(0), (last - before).toFixed(0), model.toFixed(0)].join('\t'));
+      await page.close();
+    }
+  }
+  await context.close();
   server.close();
   process.exit(0);
 }

@@ -27,8 +27,9 @@ use web_sys::{Blob, MessageEvent, Worker};
 
 /// Workers at most, whatever the machine has: each holds its own wasm memory and warm-up.
 pub const MAX_WORKERS: usize = 8;
-/// Device memory (`navigator.deviceMemory`, GiB) per worker: a worker costs its own compiled
-/// wasm and warm-up before any file (docs/BENCHMARKS.md, "Many files").
+/// Device memory (`navigator.deviceMemory`, GiB) per worker: a worker that decoded a 200 MB
+/// snapshot and built everything for it holds ~0.45 GB more than an idle one
+/// (docs/BENCHMARKS.md, "A decoding worker's memory").
 const GIB_PER_WORKER: f64 = 0.5;
 
 /// A file to decode: its `Open` message and its bytes (kept, to open it again in a new worker).
