@@ -86,7 +86,7 @@ fn to_json_inner(a: &Arena, v: Val, depth: usize, budget: &mut usize) -> serde_j
             Some(Node::Row(_)) => J::String("<trace entry>".into()),
             Some(Node::Stack(_)) => J::String("<frames>".into()),
             Some(Node::Frame(_)) => J::String("<frame>".into()),
-            Some(Node::Ext(_)) | None => J::Null,
+            Some(Node::Ext { .. }) | None => J::Null,
         },
     }
 }
@@ -514,7 +514,7 @@ fn kind_of(a: &Arena, v: Val) -> &'static str {
             Some(Node::Bytes(_)) => "bytes",
             Some(Node::Row(_)) => "a trace entry",
             Some(Node::Stack(_)) | Some(Node::Frame(_)) => "a frame list",
-            Some(Node::Ext(_)) | None => "not a dict or list",
+            Some(Node::Ext { .. }) | None => "not a dict or list",
         },
     }
 }

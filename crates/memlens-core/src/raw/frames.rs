@@ -12,11 +12,14 @@ impl Arena {
     /// The frame a frame dict describes; the dict's node then holds only the id.
     pub(crate) fn intern_frame(&mut self, v: Val) -> Option<FrameId> {
         let Val::Node(NodeId(n)) = v else { return None };
-        let node = self.nodes.get(n as usize)?;
-        let items = match node {
+        if let Some(Node::Ext { key, frame, .. }) = self.nodes.get_mut(n as usize) {
+            let f = frame.unwrap_or_else(|| self.stack_interner.ext_frame(*key));
+            *frame = Some(f);
+            return Some(f);
+        }
+        let items = match self.nodes.get(n as usize)? {
             Node::Frame(f) => return Some(*f),
             Node::Dict(items) => items,
-            Node::Ext(key) => return Some(self.stack_interner.ext_frame(*key)),
             _ => return None,
         };
         let k = self.frame_keys;
@@ -60,7 +63,11 @@ impl Arena {
             }
             Some(Node::List(items)) => std::mem::take(items),
             Some(Node::Tuple(items)) => items.to_vec(),
-            Some(&mut Node::Ext(key)) => return self.stack_interner.ext_stack(key),
+            Some(Node::Ext { key, stack, .. }) => {
+                let s = stack.unwrap_or_else(|| self.stack_interner.ext_stack(*key));
+                *stack = Some(s);
+                return s;
+            }
             _ => return StackId::EMPTY,
         };
         let mut nodes = std::mem::take(&mut self.stack_interner.scratch_nodes);

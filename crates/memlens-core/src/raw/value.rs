@@ -54,8 +54,13 @@ pub enum Node {
     Frame(crate::trace::FrameId),
     /// A container of an earlier piece, by memo key, while a piece is decoded on its own
     /// (`raw::pickle::piece`); the join replaces it by the value itself, so a finished arena
-    /// never holds one.
-    Ext(u64),
+    /// never holds one. The stack and the frame standing for it (`raw::intern`) are kept here
+    /// once made, as a one-thread decode keeps a list's stack in its memo slot.
+    Ext {
+        key: u64,
+        stack: Option<crate::trace::StackId>,
+        frame: Option<crate::trace::FrameId>,
+    },
 }
 
 /// Keys the fast path recognises, interned before decoding starts.

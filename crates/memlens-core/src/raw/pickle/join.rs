@@ -130,7 +130,7 @@ impl PickleMachine {
         ext.iter()
             .map(|&(key, _)| match self.memo.get(key)? {
                 Ok(Val::Node(NodeId(n))) => match self.arena.nodes.get(n as usize)? {
-                    Node::Row(_) | Node::Ext(_) => None,
+                    Node::Row(_) | Node::Ext { .. } => None,
                     _ => Some(Ok(n)),
                 },
                 Ok(_) => None,
@@ -234,7 +234,7 @@ impl PickleMachine {
     fn join_nodes(&mut self, nodes: Vec<Node>, maps: &mut Maps) {
         let mut next = self.arena.nodes.len() as u32;
         for (i, n) in nodes.iter().enumerate() {
-            if !matches!(n, Node::Ext(_)) {
+            if !matches!(n, Node::Ext { .. }) {
                 maps.nodes[i] = next;
                 next += 1;
             }
@@ -242,7 +242,7 @@ impl PickleMachine {
         self.arena.nodes.reserve(nodes.len());
         for n in nodes {
             let n = match n {
-                Node::Ext(_) => continue,
+                Node::Ext { .. } => continue,
                 Node::List(v) => Node::List(v.into_iter().map(|x| maps.val(x)).collect()),
                 Node::Tuple(v) => Node::Tuple(v.iter().map(|&x| maps.val(x)).collect()),
                 Node::Dict(v) => Node::Dict(

@@ -162,7 +162,7 @@ impl PickleMachine {
         let frozen = self.piece.as_ref().map_or(0, |p| p.frozen);
         match self.stack.get(i) {
             Some(&Val::Node(NodeId(n))) => {
-                n >= frozen && !matches!(self.arena.nodes.get(n as usize), Some(Node::Ext(_)))
+                n >= frozen && !matches!(self.arena.nodes.get(n as usize), Some(Node::Ext { .. }))
             }
             _ => true,
         }
@@ -192,7 +192,11 @@ impl PickleMachine {
             MemoKind::Str(b) => (self.arena.strings.intern_bytes(b).0, MEMO_STR),
             MemoKind::Container => {
                 let node = self.arena.nodes.len() as u32;
-                self.arena.nodes.push(Node::Ext(key));
+                self.arena.nodes.push(Node::Ext {
+                    key,
+                    stack: None,
+                    frame: None,
+                });
                 if let Some(p) = self.piece.as_mut() {
                     p.ext_nodes.push((key, node));
                 }

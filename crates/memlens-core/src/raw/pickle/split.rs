@@ -4,9 +4,9 @@
 //! Protocol 4+ writes everything after PROTO as FRAME opcodes, each giving its length, and
 //! CPython's framer keeps every opcode whole inside one frame: a frame's start is an opcode's
 //! start. [`split`] walks the frame headers only (a jump of ~64 KiB each) and groups them into
-//! pieces of about a target size; protocols 2–3 (no frames) stay one piece.
+//! units of about a target size; protocols 2–3 (no frames) stay one unit.
 //!
-//! [`scan`] walks one piece's opcodes by their operand lengths, decoding nothing: how many
+//! [`scan`] walks one unit's opcodes by their operand lengths, decoding nothing: how many
 //! MEMOIZEs it holds (so every piece knows its first memo key) and what each memoizes — a
 //! string (whose bytes are at hand, so a later piece's GET of it needs no decoding), a new
 //! container, or anything else. A piece with an opcode this walk does not know, an explicit
@@ -213,12 +213,14 @@ fn len_at(piece: &[u8], p: usize, n: usize) -> Option<usize> {
     usize::try_from(x).ok()
 }
 
-/// The scans of all pieces, with each piece's first memo key: what a piece decoded on its own
-/// knows of the keys before it.
+/// The scans of the units of the input before its last piece (see `parallel`), with each unit's
+/// first memo key: what a piece decoded on its own knows of the keys before it.
 pub struct Scans<'a> {
     pub bytes: &'a [u8],
-    pub pieces: Vec<Range<usize>>,
-    /// The first memo key of each piece (MEMOIZEs before it).
+    /// The units scanned, in order from the start of the input.
+    pub units: Vec<Range<usize>>,
+    /// The first memo key of each unit (MEMOIZEs before it), and one past the last: the first
+    /// key of whatever follows the scanned units.
     pub key_base: Vec<u64>,
     scans: Vec<PieceScan>,
 }
@@ -235,24 +237,38 @@ pub(super) enum MemoKind<'a> {
 }
 
 impl<'a> Scans<'a> {
-    pub fn new(bytes: &'a [u8], pieces: Vec<Range<usize>>, scans: Vec<PieceScan>) -> Self {
-        let mut key_base = Vec::with_capacity(scans.len());
+    /// `scans[i]` is the scan of `units[i]`.
+    pub fn new(bytes: &'a [u8], units: Vec<Range<usize>>, scans: Vec<PieceScan>) -> Self {
+        let mut key_base = Vec::with_capacity(scans.len() + 1);
         let mut k = 0u64;
+        key_base.push(k);
         for s in &scans {
-            key_base.push(k);
             k += s.memoizes();
+            key_base.push(k);
         }
         Scans {
             bytes,
-            pieces,
+            units,
             key_base,
             scans,
         }
     }
 
-    /// What memo key `key` holds, by the scan of the piece that memoized it.
+    /// The first memo key at byte offset `at`, where a unit starts or the scanned units end.
+    pub fn key_base_at(&self, at: usize) -> Option<u64> {
+        let i = self.units.partition_point(|u| u.start < at);
+        let starts_here = match self.units.get(i) {
+            Some(u) => u.start == at,
+            None => self.units.last().map_or(at == 0, |u| u.end == at),
+        };
+        starts_here.then(|| self.key_base[i])
+    }
+
+    /// What memo key `key` holds, by the scan of the unit that memoized it.
     pub(super) fn kind(&self, key: u64) -> MemoKind<'a> {
-        let Some(i) = self.key_base.partition_point(|&b| b <= key).checked_sub(1) else {
+        let n = self.scans.len();
+        let i = self.key_base[..n].partition_point(|&b| b <= key);
+        let Some(i) = i.checked_sub(1) else {
             return MemoKind::Other;
         };
         let x = self.scans[i]
@@ -262,7 +278,7 @@ impl<'a> Scans<'a> {
             .unwrap_or(KIND_OTHER << KIND_SHIFT);
         match x >> KIND_SHIFT {
             KIND_STR => {
-                let at = self.pieces[i].start + (x & OFFSET_MASK) as usize;
+                let at = self.units[i].start + (x & OFFSET_MASK) as usize;
                 string_at(self.bytes, at).map_or(MemoKind::Other, MemoKind::Str)
             }
             KIND_CONTAINER => MemoKind::Container,
