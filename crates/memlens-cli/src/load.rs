@@ -177,30 +177,21 @@ pub fn load(path: &str) -> Result<Snapshot, CliError> {
     load_on(path, threads())
 }
 
-/// [`load`] on `threads` threads.
+/// [`load`] on `threads` threads. A part, and any file on one thread, is streamed in chunks, so
+/// memory holds the model (of the part), not the file, and the rows before a `--last`/`FROM..`
+/// part are given up while decoding; a whole file on more threads is read whole and decoded in
+/// pieces.
 fn load_on(path: &str, threads: usize) -> Result<Snapshot, CliError> {
-    let snap = load_whole(path, threads)?;
-    match part() {
-        None => Ok(snap),
-        Some(r) => {
-            let name = if path == "-" { "<stdin>" } else { path };
-            memlens_core::range::slice(snap, &r).map_err(|e| CliError(format!("{e}: {name}")))
-        }
-    }
-}
-
-/// Loads a whole snapshot, naming the file last on failure. On one thread files are streamed in
-/// chunks, so memory holds the model, not the file; on more, the file is read whole and decoded
-/// in pieces.
-fn load_whole(path: &str, threads: usize) -> Result<Snapshot, CliError> {
     let name = if path == "-" { "<stdin>" } else { path };
-    if threads > 1 {
+    if threads > 1 && part().is_none() {
         let bytes = read_on(path, threads)?;
         return memlens_core::load_parallel(&bytes, threads)
             .map_err(|e| CliError(format!("{e}: {name}")));
     }
     let (r, len) = open(path)?;
-    memlens_core::load_reader(r, len).map_err(|e| CliError(format!("{e}: {name}")))
+    memlens_core::range::PartLoader::new(len, part())
+        .read_all(r)
+        .map_err(|e| CliError(format!("{e}: {name}")))
 }
 
 /// Loads several files at once on all cores (at most one thread per file) and maps each

@@ -1,10 +1,12 @@
 //! Incremental loading: bytes arrive in chunks of any size (a file read natively, `Blob.slice`
 //! in the browser's worker) and only the pickle machine's state is kept, never the whole file.
 //! JSON and HTML inputs are collected whole (they are not streamable with serde_json).
+//! With a [`RowWindow`] ([`Loader::keep_rows`]), a pickle's trace rows outside it are removed
+//! between chunks, so only that part of each trace is ever held (`crate::range::PartLoader`).
 
 use crate::error::DecodeError;
 use crate::model::{normalize, Snapshot};
-use crate::raw::{self, Encoding, PickleMachine, Progress, Sniff};
+use crate::raw::{self, Encoding, PickleMachine, Progress, RowWindow, Sniff};
 use std::io::Read;
 
 enum State {
@@ -23,6 +25,8 @@ pub struct Loader {
     state: State,
     bytes_in: u64,
     total_len: Option<u64>,
+    /// Rows outside it go while decoding, in passes of at least this many rows.
+    window: Option<(RowWindow, usize)>,
 }
 
 const SNIFF_BYTES: usize = 64;
@@ -34,6 +38,23 @@ impl Loader {
             state: State::Start(Vec::new()),
             bytes_in: 0,
             total_len,
+            window: None,
+        }
+    }
+
+    /// Keeps only the rows of each trace list inside `window` while decoding a pickle (the
+    /// model's device traces then hold exactly those), removing the others in passes once the
+    /// columns hold `every_rows` ([`raw::DROP_EVERY_ROWS`] unless testing). JSON and HTML
+    /// inputs are read whole and ignore it.
+    pub fn keep_rows(&mut self, window: RowWindow, every_rows: usize) {
+        self.window = Some((window, every_rows));
+    }
+
+    /// Trace rows the decoder holds now (a pickle's; 0 before it is known to be one).
+    pub fn rows_held(&self) -> usize {
+        match &self.state {
+            State::Pickle { m, .. } => m.arena.rows.len(),
+            _ => 0,
         }
     }
 
@@ -54,7 +75,13 @@ impl Loader {
                 }
                 Ok(())
             }
-            State::Pickle { m, tail, done } => feed(m, tail, done, chunk, false),
+            State::Pickle { m, tail, done } => {
+                feed(m, tail, done, chunk, false)?;
+                if let Some((w, every)) = self.window {
+                    m.arena.keep_rows(w, every);
+                }
+                Ok(())
+            }
             State::Whole(all) => {
                 all.extend_from_slice(chunk);
                 Ok(())
@@ -98,14 +125,20 @@ impl Loader {
         Ok(())
     }
 
-    pub fn finish(mut self) -> Result<Snapshot, DecodeError> {
+    pub fn finish(self) -> Result<Snapshot, DecodeError> {
+        self.finish_windowed().map(|(s, _)| s)
+    }
+
+    /// [`Self::finish`], and whether the window of [`Self::keep_rows`] was applied (a pickle's
+    /// trace lists; JSON and HTML are read whole).
+    pub fn finish_windowed(mut self) -> Result<(Snapshot, bool), DecodeError> {
         if let State::Start(head) = &mut self.state {
             let head = std::mem::take(head);
             self.begin(head, true)?;
         }
         match self.state {
             State::Start(_) => Err(DecodeError::Empty),
-            State::Whole(all) => crate::load(&all),
+            State::Whole(all) => Ok((crate::load(&all)?, false)),
             State::Pickle {
                 mut m,
                 mut tail,
@@ -120,9 +153,21 @@ impl Loader {
                 let protocol = m.protocol;
                 // The memo and the stack go before the model is built, so that (in wasm, where
                 // memory never shrinks) the model's allocations reuse their space.
-                let arena = std::mem::take(&mut m.arena);
+                let mut arena = std::mem::take(&mut m.arena);
                 drop(m);
-                normalize(arena, top, Encoding::Pickle { protocol })
+                // The last pass makes every list exactly its window (`range` counts on it).
+                if let Some((w, _)) = self.window {
+                    arena.remove_outside(w);
+                }
+                let removed = arena.settle_dropped_rows();
+                let mut s = normalize(arena, top, Encoding::Pickle { protocol })?;
+                if removed > 0 && !s.host_trace.is_empty() {
+                    s.warnings.push(
+                        "host_traces: only its part was kept while decoding, as each device's (the window of the range)"
+                            .into(),
+                    );
+                }
+                Ok((s, self.window.is_some()))
             }
         }
     }
@@ -207,17 +252,25 @@ pub enum LoadError {
 }
 
 /// Loads from a reader in 1 MiB chunks (memory: the model, not the file).
-pub fn load_reader<R: Read>(mut r: R, total_len: Option<u64>) -> Result<Snapshot, LoadError> {
+pub fn load_reader<R: Read>(r: R, total_len: Option<u64>) -> Result<Snapshot, LoadError> {
     let mut l = Loader::new(total_len);
+    feed_reader(r, |c| l.push(c))?;
+    Ok(l.finish()?)
+}
+
+/// Reads `r` to its end in 1 MiB chunks, handing each to `push`.
+pub fn feed_reader<R: Read>(
+    mut r: R,
+    mut push: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+) -> Result<(), LoadError> {
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = match r.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),
         };
-        l.push(buf.get(..n).unwrap_or(&[]))?;
+        push(buf.get(..n).unwrap_or(&[]))?;
     }
-    Ok(l.finish()?)
 }

@@ -20,6 +20,7 @@ use gloo_events::EventListener;
 use js_sys::Uint8Array;
 use memlens_core::layout::context::element_context;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
+use memlens_core::range::{EventRange, PartLoader};
 use memlens_core::{Loader, Snapshot};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -140,12 +141,13 @@ fn handle(state: &Shared, data: JsValue) {
                 // state history or on a part of the trace (or asked for none).
                 let pictures = !state_first && range.is_none() && !no_pictures;
                 let partials = Partials::new(id, pictures);
-                let res = match file.dyn_into::<Blob>() {
-                    Ok(blob) => read_blob(&st, id, &blob, partials, read_pause_ms).await,
-                    Err(_) => Err("nothing to open".to_string()),
+                let res = match (file.dyn_into::<Blob>(), parse_range(range.as_deref())) {
+                    (_, Err(e)) => Err(e),
+                    (Ok(blob), Ok(part)) => {
+                        read_blob(&st, id, &blob, part, partials, read_pause_ms).await
+                    }
+                    (Err(_), _) => Err("nothing to open".to_string()),
                 };
-                let res =
-                    res.and_then(|(snap, bytes)| Ok((part_of(snap, range.as_deref())?, bytes)));
                 if st.borrow_mut().cancelled.remove(&id) {
                     return;
                 }
@@ -318,16 +320,12 @@ fn send_icicle(
     });
 }
 
-/// The part of the snapshot the page's `#range=` asks for (the whole one without it).
-fn part_of(snap: Snapshot, range: Option<&str>) -> Result<Snapshot, String> {
-    use memlens_core::range::{slice, EventRange};
-    match range {
-        None => Ok(snap),
-        Some(r) => {
-            let r = EventRange::parse(r).map_err(|e| e.to_string())?;
-            slice(snap, &r).map_err(|e| e.to_string())
-        }
-    }
+/// The part of each trace the page's `#range=` asks for (`None`: the whole snapshot); read
+/// before the file, so that the rows outside it go while decoding ([`PartLoader`]).
+fn parse_range(range: Option<&str>) -> Result<Option<EventRange>, String> {
+    range
+        .map(|r| EventRange::parse(r).map_err(|e| e.to_string()))
+        .transpose()
 }
 
 fn is_cancelled(st: &Shared, id: u32) -> bool {
@@ -338,14 +336,15 @@ async fn read_blob(
     st: &Shared,
     id: u32,
     blob: &Blob,
+    part: Option<EventRange>,
     mut partials: Partials,
     pause_ms: Option<u32>,
 ) -> Result<(Snapshot, u64), String> {
     let total = blob.size();
     if crate::worker::gunzip::is_gzip(blob).await {
-        return read_gzip(st, id, blob, partials).await;
+        return read_gzip(st, id, blob, part, partials).await;
     }
-    let mut loader = Loader::new(Some(total as u64));
+    let mut loader = PartLoader::new(Some(total as u64), part);
     let mut buf: Vec<u8> = Vec::new();
     // The browser reads the next chunks while this one is decoded (READS_AHEAD in flight), so the
     // reads' latency no longer adds up chunk after chunk. A read still in flight when the load
@@ -404,10 +403,11 @@ async fn read_gzip(
     st: &Shared,
     id: u32,
     blob: &Blob,
+    part: Option<EventRange>,
     mut partials: Partials,
 ) -> Result<(Snapshot, u64), String> {
     let total = blob.size();
-    let mut loader = Loader::new(None);
+    let mut loader = PartLoader::new(None, part);
     let mut buf: Vec<u8> = Vec::new();
     let mut posted = 0.0;
     crate::worker::gunzip::gunzip_blob(blob, chunk_bytes(total), |arr, done| {
@@ -441,7 +441,7 @@ fn js_message(e: &JsValue) -> String {
 /// Feeds bytes held by JS to the loader, copying them into wasm memory a slice at a time: the
 /// chunk stays in the JS heap, and wasm memory (which never shrinks) holds one slice of at most
 /// [`COPY_BYTES`] in `buf`.
-fn push_js(loader: &mut Loader, buf: &mut Vec<u8>, arr: &Uint8Array) -> Result<(), String> {
+fn push_js(loader: &mut PartLoader, buf: &mut Vec<u8>, arr: &Uint8Array) -> Result<(), String> {
     let len = arr.length();
     let mut at = 0u32;
     while at < len {

@@ -11,7 +11,8 @@ use crate::wire::clock::now_ms;
 use crate::wire::pack;
 use crate::wire::protocol::{FromWorker, PartialInfo};
 use memlens_core::layout::{TimelineKind, TimelineLayout};
-use memlens_core::{Loader, Snapshot};
+use memlens_core::range::PartLoader;
+use memlens_core::Snapshot;
 
 /// Shortest time between two pictures.
 const INTERVAL_MS: f64 = 400.0;
@@ -36,7 +37,7 @@ impl Partials {
     }
 
     /// After a chunk (`done` of `total` bytes read): the picture of the bytes so far, when due.
-    pub fn after_chunk(&mut self, loader: &mut Loader, done: f64, total: f64) {
+    pub fn after_chunk(&mut self, loader: &mut PartLoader, done: f64, total: f64) {
         let t0 = now_ms();
         if !self.on || t0 < self.next_ms {
             return;

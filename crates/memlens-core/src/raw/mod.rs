@@ -1,16 +1,19 @@
 //! Stage 1, raw: bytes → values. The input form is detected from content (pickle of any
 //! protocol, JSON, `_memory_viz` HTML), never from a file name.
 
+mod dropped;
 mod frames;
 pub mod html;
 pub mod intern;
 pub mod json;
 pub mod pickle;
 pub mod value;
+pub mod window;
 
 use crate::error::DecodeError;
 pub use pickle::{PickleMachine, Progress};
 pub use value::{Arena, Node, NodeId, RowExtra, RowId, Val};
+pub use window::{RowWindow, DROP_EVERY_ROWS};
 
 /// How the input was encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

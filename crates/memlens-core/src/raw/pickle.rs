@@ -141,7 +141,7 @@ impl PickleMachine {
         let projected = rows.saturating_mul(total) / done;
         let want = (projected + projected / 10).max(rows + next).min(1 << 28);
         if want > cap {
-            self.arena.rows.reserve_exact((want - rows) as usize);
+            self.arena.reserve_rows_exact((want - rows) as usize);
         }
     }
 

@@ -162,6 +162,13 @@ pub struct Arena {
     pub stack_interner: super::intern::StackInterner,
     /// The [`Action`] of each action string met so far, by string id.
     action_of: Vec<Option<Action>>,
+    /// Rows removed while decoding (`raw::window`); row ids are not places in `rows` past one.
+    pub(crate) dropped: super::dropped::DroppedRows,
+    /// Nodes that became a [`Node::RowRange`] (the trace lists), for `raw::window`.
+    pub(crate) row_lists: Vec<u32>,
+    /// The most rows the columns reserve room for while rows outside a window are being
+    /// removed (`raw::window`; `None`: no limit).
+    pub(crate) rows_cap: Option<usize>,
 }
 
 impl Default for Arena {
@@ -183,6 +190,9 @@ impl Default for Arena {
             frame_keys,
             stack_interner: Default::default(),
             action_of: Vec::new(),
+            dropped: Default::default(),
+            row_lists: Vec::new(),
+            rows_cap: None,
         }
     }
 }
@@ -268,6 +278,7 @@ impl Arena {
                                 start: r.0,
                                 end: r.0 + 1,
                             };
+                            self.row_lists.push(li as u32);
                             continue;
                         }
                     }
@@ -368,7 +379,7 @@ impl Arena {
         };
         let compile_context = self.str_field(field(KEY_COMPILE_CONTEXT));
         let user_metadata = self.str_field(field(KEY_USER_METADATA));
-        let r = self.rows.len() as u32;
+        let r = self.next_row_id();
         let act = self.action_for(action);
         let rows = &mut self.rows;
         rows.action.push(act);
@@ -400,16 +411,17 @@ impl Arena {
         if !is_entry {
             return None;
         }
-        let r = self.rows.push_default();
+        let r = self.next_row_id();
+        self.rows.push_default();
         self.apply_row(r, kv);
         Some(r)
     }
 
     fn apply_row(&mut self, r: u32, kv: &[Val]) {
-        let ri = r as usize;
-        if ri >= self.rows.len() {
+        // (A row removed while decoding: see `raw::window`.)
+        let Some(ri) = self.row_index(r) else {
             return;
-        }
+        };
         self.rewritten = true;
         for p in kv.chunks_exact(2) {
             let (Val::Str(key), v) = (p[0], p[1]) else {

@@ -16,6 +16,9 @@
 //! since the snapshot's first recorded event. Annotations outside a device's selected span are
 //! dropped; host (pinned memory) data is kept whole.
 
+mod part;
+pub use part::{PartError, PartLoader};
+
 use crate::model::{Block, BlockState, DeviceTrace, Segment, Snapshot};
 use crate::state::{AllocatorHistory, SegmentKind};
 use crate::trace::TIME_NONE;
