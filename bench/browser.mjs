@@ -33,6 +33,8 @@
 // BENCH_VIEW=files F1..FN: N files to a painted Files overview (all rows shown): all chosen at
 // once (parallel workers), all at once with ?workers=1 (one worker), and one after another
 // (each chosen when the previous is ready), BENCH_REPS alternating runs, medians and ratios.
+// BENCH_VIEW=limits F1..FN: each file with the size check off and on: opens whole, dies, or
+// is refused and opened in part; time, peak tab memory, model memory (see the mode below).
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS, BENCH_REPS;
 //                                            BENCH_CONSOLE=1 prints the page's console on stderr)
@@ -136,6 +138,62 @@ if (process.env.BENCH_VIEW === 'cold') {
     console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(opened).toFixed(0), median(decodes).toFixed(0)].join('\t'));
   }
   fs.rmSync(dir, { recursive: true, force: true });
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'limits') {
+  // What the page does with each file, one fresh page at a time: with the size check off
+  // (`?limit_mb=` past any file) and with the worker's own limit. For each: the outcome
+  // (whole: painted; died: the worker-stopped banner; refused: the too-large prompt, whose
+  // offer of the last N events is then taken: part), file chosen → first paint or prompt
+  // (ms), the renderer's peak resident memory while loading (tab_peak_MB, sampled every
+  // 250 ms), the worker's wasm memory once the model is built (model_MB), the decoder memory
+  // the worker estimated and the entries offered.
+  const TIMEOUT = Number(process.env.BENCH_TIMEOUT_MS ?? 900000);
+  console.log(['input', 'MB', 'check', 'outcome', 'ms', 'tab_peak_MB', 'model_MB', 'estimate_MB', 'part', 'part_ms', 'part_tab_peak_MB'].join('\t'));
+  const outcome = (page) => page.waitForFunction(() => {
+    const root = document.getElementById('memlens');
+    if (root?.dataset.firstPaintMs) return 'whole';
+    if (document.querySelector('[data-testid=too-large]')) return 'refused';
+    const e = document.querySelector('[data-testid=error]');
+    return e ? `failed: ${e.textContent.slice(0, 80)}` : false;
+  }, null, { timeout: TIMEOUT, polling: 100 }).then((h) => h.jsonValue(), () => 'timeout');
+  const sampled = async (run) => {
+    let peak = 0;
+    const timer = setInterval(() => { const m = Number(memoryMB()); if (m > peak) peak = m; }, 250);
+    try { return [await run(), peak]; } finally { clearInterval(timer); }
+  };
+  for (const f of files) {
+    for (const check of (process.env.BENCH_CHECKS ?? 'off,on').split(',')) {
+      const page = await context.newPage();
+      const errors = [];
+      page.on('pageerror', (e) => errors.push(String(e)));
+      if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+      await page.goto(`${base}${check === 'off' ? '?limit_mb=1e9' : ''}`);
+      await page.waitForSelector('#memlens[data-state=empty]');
+      const t0 = Date.now();
+      await page.setInputFiles('[data-testid=file-input]', f);
+      const [out, peak] = await sampled(() => outcome(page));
+      const ms = Date.now() - t0;
+      const attr = (sel, a) => page.getAttribute(sel, a, { timeout: 1000 }).catch(() => null);
+      const model = await attr('[data-model-memory-bytes]', 'data-model-memory-bytes');
+      const est = await attr('[data-testid=too-large]', 'data-estimated-bytes');
+      let part = '', partMs = '', partPeak = '';
+      if (out === 'refused') {
+        part = `last:${await attr('[data-testid=too-large]', 'data-last-fits')}`;
+        const t1 = Date.now();
+        await page.click('[data-testid=open-last]');
+        await page.waitForSelector('[data-testid=too-large]', { state: 'detached' });
+        const [o2, p2] = await sampled(() => outcome(page));
+        partMs = o2 === 'whole' ? String(Date.now() - t1) : o2;
+        partPeak = String(p2);
+      }
+      console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(0), check, out + (errors.length ? ` (${errors.length} page errors)` : ''), ms, peak,
+        model ? (Number(model) / 1e6).toFixed(0) : '', est ? (Number(est) / 1e6).toFixed(0) : '', part, partMs, partPeak].join('\t'));
+      await page.close();
+    }
+  }
   await context.close();
   server.close();
   process.exit(0);

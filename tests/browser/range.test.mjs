@@ -6,7 +6,9 @@
 // outside the part go while the file is decoded (core's `range::PartLoader`, whose core test
 // shows it gives the model of cutting the whole one afterwards): on a file of 1M events,
 // `#range=last:2000` gives the CLI's numbers without the whole trace's columns in the worker's
-// memory.
+// memory. A file whose first chunks foretell a decode past the worker's limit (lowered by the
+// page's `?limit_mb=` test hook) is refused with a prompt offering its last N events (as many
+// as fit); choosing them opens that part with `memlens stats --last N`'s numbers.
 //
 // Run: (cd tests/browser && node --test --test-concurrency=1 range.test.mjs) after
 // `scripts/serve.sh --build`. Env: MEMLENS_BIN (default: <target>/release/memlens, `cargo build
@@ -101,6 +103,44 @@ test('#range=last:N keeps only N rows while decoding: same numbers, less worker 
   assert.ok(wholeBytes - partBytes >= 12 * entries,
     `last:2000 took ${partBytes} B of worker memory, the whole file (${entries} entries) ${wholeBytes} B`);
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
+});
+
+test('a file past the size limit is refused at once with an offer; its last N events open with the CLI\'s numbers', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-limit-'));
+  const file = path.join(dir, 'big.pickle');
+  memlens(['synth', '-q', '--workload', 'training', '--events', '400000', '--seed', '4', '-o', file]);
+  // the page's test hook lowers the limit from ~2 GB of decoder memory to 12 MB
+  const page = await viewer.context.newPage();
+  watchPage(page, pageErrors);
+  await page.goto(`${viewer.base}?limit_mb=12`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  const t0 = Date.now();
+  await page.setInputFiles('[data-testid=file-input]', file);
+  const prompt = await page.waitForSelector('[data-testid=too-large]', { timeout: 60000 });
+  const text = await prompt.textContent();
+  assert.match(text, /big\.pickle \(.*\) is too large to open whole here/, text);
+  const fits = Number(await prompt.getAttribute('data-last-fits'));
+  const estimated = Number(await prompt.getAttribute('data-estimated-bytes'));
+  assert.ok(estimated > 12e6, `estimated ${estimated} B`);
+  assert.ok(fits > 0 && fits < 400000, `${fits} events fit`);
+  assert.equal(Number(await page.inputValue('[data-testid=too-large-last]')), fits);
+  // nothing left loading, no file shown, no error banner
+  assert.equal(await page.$('[data-testid=error]'), null);
+  assert.equal(await page.getAttribute('#memlens', 'data-state'), 'empty');
+  const n = Math.min(fits, 3000);
+  await page.fill('[data-testid=too-large-last]', String(n));
+  await page.click('[data-testid=open-last]');
+  await waitShown(page, 'big.pickle');
+  const ms = Date.now() - t0;
+  const want = statsJson('--last', String(n), file).devices[0];
+  const got = await summary(page);
+  for (const k of METRICS) assert.equal(got[k], String(want[k]), `last:${n}: ${k}`);
+  assert.equal(await page.textContent('[data-testid=range]'), `part: last:${n}`);
+  assert.ok((await page.evaluate(() => location.hash)).includes(`range=${encodeURIComponent(`last:${n}`)}`));
+  assert.equal(await page.$('[data-testid=too-large]'), null);
+  if (process.env.MEMLENS_E2E_VERBOSE) console.log(`refused (estimate ${estimated} B, ${fits} fit), last:${n} shown ${ms} ms after the drop`);
+  await page.close();
+  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 test('a range that cannot be read ends in the banner', async (t) => {

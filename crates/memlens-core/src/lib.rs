@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod colour;
 pub mod columns;
 pub mod error;
+pub mod estimate;
 pub mod flame;
 pub mod layout;
 pub mod loader;

@@ -5,6 +5,7 @@
 //! between chunks, so only that part of each trace is ever held (`crate::range::PartLoader`).
 
 use crate::error::DecodeError;
+use crate::estimate::{HeadShape, Mark};
 use crate::model::{normalize, Snapshot};
 use crate::raw::{self, Encoding, PickleMachine, Progress, RowWindow, Sniff};
 use std::io::Read;
@@ -27,6 +28,9 @@ pub struct Loader {
     total_len: Option<u64>,
     /// Rows outside it go while decoding, in passes of at least this many rows.
     window: Option<(RowWindow, usize)>,
+    /// The counts after the chunk that held the first trace entry, and each time the entries
+    /// had doubled since the last such mark (see [`Loader::head_shape`]).
+    marks: Vec<Mark>,
 }
 
 const SNIFF_BYTES: usize = 64;
@@ -39,6 +43,7 @@ impl Loader {
             bytes_in: 0,
             total_len,
             window: None,
+            marks: Vec::new(),
         }
     }
 
@@ -63,6 +68,28 @@ impl Loader {
         self.bytes_in
     }
 
+    /// What a pickle's decoder has read and holds so far, for [`crate::estimate::estimate`]
+    /// (`None` before the input is known to be a pickle: JSON and HTML are read whole).
+    pub fn head_shape(&self) -> Option<HeadShape> {
+        let State::Pickle { m, .. } = &self.state else {
+            return None;
+        };
+        let now = mark(m, self.bytes_in);
+        let half = self
+            .marks
+            .iter()
+            .rev()
+            .find(|k| 2 * k.entries <= now.entries);
+        Some(HeadShape {
+            bytes_read: now.bytes_read,
+            entries: now.entries,
+            held_bytes: now.held_bytes,
+            memo_bytes: now.memo_bytes,
+            trace_start: self.marks.first().copied(),
+            rate_from: half.copied(),
+        })
+    }
+
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), DecodeError> {
         self.bytes_in += chunk.len() as u64;
         match &mut self.state {
@@ -79,6 +106,11 @@ impl Loader {
                 feed(m, tail, done, chunk, false)?;
                 if let Some((w, every)) = self.window {
                     m.arena.keep_rows(w, every);
+                }
+                let entries = u64::from(m.arena.next_row_id());
+                let last = self.marks.last().map_or(0, |k| k.entries);
+                if entries > 0 && entries >= 2 * last {
+                    self.marks.push(mark(m, self.bytes_in));
                 }
                 Ok(())
             }
@@ -272,5 +304,16 @@ pub fn feed_reader<R: Read>(
             Err(e) => return Err(e.into()),
         };
         push(buf.get(..n).unwrap_or(&[]))?;
+    }
+}
+
+/// The decoder's counts after `bytes_read` bytes.
+fn mark(m: &PickleMachine, bytes_read: u64) -> Mark {
+    let (held_bytes, memo_bytes) = m.held_bytes();
+    Mark {
+        bytes_read,
+        entries: u64::from(m.arena.next_row_id()),
+        held_bytes,
+        memo_bytes,
     }
 }

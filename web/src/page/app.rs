@@ -9,6 +9,7 @@ use crate::page::panels::{
     EmptyState, LoadProgress, SettingsView, StackPanel, SummaryStrip, Warnings,
 };
 use crate::page::timeline::TimelineView;
+use crate::page::too_large::TooLargePrompt;
 use crate::wire::clock::now_ms;
 use crate::wire::protocol::FileInfo;
 use gloo_events::{EventListener, EventListenerOptions};
@@ -111,6 +112,9 @@ pub fn app() -> Html {
                     <span>{ format!("Could not open: {e}") }</span>
                     <button class="link" onclick={h.dismiss.clone()}>{ "dismiss" }</button>
                 </div>
+            }
+            if let Some((id, name, offer)) = state.too_large.clone() {
+                <TooLargePrompt {name} {offer} on_open={h.open_part.reform(move |n| (id, n))} on_dismiss={h.dismiss_too_large.clone()} />
             }
             if let Some(s) = summary {
                 <SummaryStrip summary={s} />
@@ -291,6 +295,9 @@ struct Handlers {
     painted: Callback<()>,
     theme: Callback<MouseEvent>,
     dismiss: Callback<MouseEvent>,
+    /// The refused file `id`'s last N events chosen.
+    open_part: Callback<(u32, u64)>,
+    dismiss_too_large: Callback<MouseEvent>,
 }
 
 impl Handlers {
@@ -352,6 +359,20 @@ impl Handlers {
             let s = state.clone();
             Callback::from(move |_| s.dispatch(Action::DismissError))
         };
+        let open_part = {
+            let (s, bridge) = (state.clone(), bridge.clone());
+            Callback::from(move |(id, n): (u32, u64)| {
+                let range = format!("last:{n}");
+                s.dispatch(Action::SetRange(range.clone()));
+                if let Some(b) = &bridge {
+                    b.open_part(id, range);
+                }
+            })
+        };
+        let dismiss_too_large = {
+            let s = state.clone();
+            Callback::from(move |_| s.dispatch(Action::DismissTooLarge))
+        };
         Handlers {
             file_input,
             example,
@@ -363,6 +384,8 @@ impl Handlers {
             painted: paint_logger(state),
             theme,
             dismiss,
+            open_part,
+            dismiss_too_large,
         }
     }
 }

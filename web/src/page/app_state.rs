@@ -7,7 +7,7 @@ use crate::page::compare_state::{CompareAction, CompareState};
 use crate::page::view_options::TimelineOptions;
 use crate::wire::history::{element_of_event, EventColumns, Shared, StateFrame};
 use crate::wire::protocol::CompareSide;
-use crate::wire::protocol::{FileInfo, PartialInfo};
+use crate::wire::protocol::{FileInfo, PartialInfo, TooLarge};
 use memlens_core::analysis::compare::Between;
 use memlens_core::analysis::icicle::Icicle;
 use memlens_core::analysis::DeviceDiagnosis;
@@ -311,6 +311,8 @@ pub struct AppState {
     pub colouring: Option<(LayoutKey, ColourBy, Rc<Colouring>)>,
     /// The part of each trace files are opened with (the hash's `range=`).
     pub range: Option<String>,
+    /// The last file refused for its size, with its name: the page offers part of it.
+    pub too_large: Option<(u32, String, TooLarge)>,
 }
 
 pub enum Action {
@@ -345,6 +347,14 @@ pub enum Action {
         id: u32,
         message: String,
     },
+    /// File `id` was refused for its size (`crate::worker::limit`).
+    TooLarge {
+        id: u32,
+        offer: TooLarge,
+    },
+    /// Files open with this part of each trace from now on (the refused file's part chosen).
+    SetRange(String),
+    DismissTooLarge,
     Cancelled {
         id: u32,
     },
@@ -771,6 +781,12 @@ impl AppState {
             Action::Partial { id, info, layout } => return self.partial(id, info, layout),
             Action::PartialPaint { id, ms } => return self.partial_painted(id, ms),
             Action::Failed { id, message } => self.failed(id, message),
+            Action::TooLarge { id, offer } => self.refused(id, offer),
+            Action::SetRange(r) => {
+                self.range = Some(r);
+                self.too_large = None;
+            }
+            Action::DismissTooLarge => self.too_large = None,
             Action::Cancelled { id } => self.cancelled(id),
             Action::Layout { key, layout } => {
                 self.layouts.insert(key, SharedLayout(layout));
@@ -904,6 +920,7 @@ impl AppState {
         // The window and device set while it loads are this file's (its picture so far).
         self.window = None;
         self.device = None;
+        self.too_large = None;
         self.selected = None;
         self.context = None;
     }
@@ -995,6 +1012,13 @@ impl AppState {
             self.current = self.last_ready();
             self.reset_view_of_file();
         }
+    }
+
+    /// File `id` was refused for its size: it goes, and the page offers part of it.
+    fn refused(&mut self, id: u32, offer: TooLarge) {
+        let name = self.file(id).map(|f| f.name.clone()).unwrap_or_default();
+        self.cancelled(id);
+        self.too_large = Some((id, name, offer));
     }
 
     fn cancelled(&mut self, id: u32) {

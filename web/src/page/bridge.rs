@@ -286,6 +286,25 @@ impl Bridge {
         self.pool.open(job(id, name, file.into()));
     }
 
+    /// Opens part `range` (`last:N`) of file `refused`, which was refused for its size.
+    pub fn open_part(&self, refused: u32, range: String) {
+        let Some(old) = self.pool.take_refused(refused) else {
+            return;
+        };
+        let id = self.new_id();
+        let name = match &old.open {
+            ToWorker::Open { name, .. } => name.clone(),
+            _ => String::new(),
+        };
+        self.dispatch.dispatch(Action::Opened {
+            id,
+            name: name.clone(),
+            at_ms: now_ms(),
+            size_bytes: old.blob.size(),
+        });
+        self.pool.open(part_job(id, name, old.blob, Some(range)));
+    }
+
     /// Shows `name` as loading at once, then hands the worker the blob once `bytes` gives it
     /// (a fetch, or the single-file page unpacking an embedded file).
     fn open_later(
@@ -468,15 +487,30 @@ impl Bridge {
 
 /// The job of decoding file `id` (with the page's `#range=` and whether it shows the state view).
 fn job(id: u32, name: String, blob: Blob) -> Job {
+    part_job(id, name, blob, hash_value("range"))
+}
+
+/// [`job`] with the part `range` (`None`: the whole file).
+fn part_job(id: u32, name: String, blob: Blob, range: Option<String>) -> Job {
     let open = ToWorker::Open {
         id,
         name,
         state_first: state_view_shown(),
-        range: hash_value("range"),
+        range,
         read_pause_ms: crate::page::url::query_value("read_pause_ms").and_then(|v| v.parse().ok()),
         no_pictures: crate::page::url::query_value("pictures").as_deref() == Some("0"),
+        limit_bytes: limit_param(),
     };
     Job { id, open, blob }
+}
+
+/// `?limit_mb=N` of the page: the decoder memory past which a whole file is refused, instead
+/// of the worker's own limit (tests use a small one).
+fn limit_param() -> Option<f64> {
+    let mb = crate::page::url::query_value("limit_mb")?
+        .parse::<f64>()
+        .ok()?;
+    (mb.is_finite() && mb > 0.0).then_some(mb * 1e6)
 }
 
 /// Whether the page shows the Allocator State History (the URL hash holds the view).

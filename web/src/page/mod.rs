@@ -26,6 +26,7 @@ pub mod stack_frames;
 pub mod theme;
 pub mod timeline;
 pub mod timeline_options;
+pub mod too_large;
 pub mod url;
 pub mod view_options;
 pub mod worker_pool;

@@ -7,7 +7,7 @@ use crate::page::compare_state::CompareAction;
 use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
-use crate::wire::protocol::{FileInfo, FromWorker, SearchHits};
+use crate::wire::protocol::{FileInfo, FromWorker, SearchHits, TooLarge};
 use memlens_core::colour::Colouring;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
@@ -32,6 +32,10 @@ pub enum Reply {
     Failed {
         id: u32,
         message: String,
+    },
+    TooLarge {
+        id: u32,
+        offer: TooLarge,
     },
     Layout {
         key: LayoutKey,
@@ -147,6 +151,7 @@ impl Reply {
                 Reply::Act(Action::Partial { id, info, layout })
             }
             FromWorker::Failed { id, message } => Reply::Failed { id, message },
+            FromWorker::TooLarge { id, offer } => Reply::TooLarge { id, offer },
             FromWorker::Layout {
                 id,
                 device,
@@ -280,6 +285,7 @@ impl Reply {
             Reply::Progress { id, done, total } => Action::Progress { id, done, total },
             Reply::Loaded { id, info } => Action::Loaded { id, info },
             Reply::Failed { id, message } => Action::Failed { id, message },
+            Reply::TooLarge { id, offer } => Action::TooLarge { id, offer },
             Reply::Layout { key, layout } => Action::Layout {
                 key,
                 layout: Rc::new(layout),

@@ -144,6 +144,8 @@ pub struct Pool {
     /// The port of each file handed out, by file id.
     of_file: RefCell<HashMap<u32, usize>>,
     jobs: RefCell<VecDeque<Job>>,
+    /// Files refused for their size, until the page opens part of one or another is refused.
+    refused: RefCell<HashMap<u32, Job>>,
     cap: usize,
     start: Start,
     hooks: Hooks,
@@ -180,6 +182,7 @@ impl Pool {
             ports: RefCell::default(),
             of_file: RefCell::default(),
             jobs: RefCell::default(),
+            refused: RefCell::default(),
             cap: worker_cap(),
             start,
             hooks,
@@ -260,6 +263,16 @@ impl Pool {
                 if again {
                     // Opened again in a new worker: the page has it already.
                     return;
+                }
+            }
+            Reply::TooLarge { id, .. } => {
+                // Kept, for the page to open part of it (`Pool::take_refused`).
+                if let Some((job, _)) = port.files.borrow_mut().remove(id) {
+                    self.refused.borrow_mut().insert(*id, job);
+                }
+                port.reopened(*id);
+                if port.ended(*id) {
+                    self.pump();
                 }
             }
             Reply::Failed { id, .. } => {
@@ -363,6 +376,14 @@ impl Pool {
             port.decoding.set(Some(job.id));
             port.open(job);
         }
+    }
+
+    /// The job of a file refused for its size (once; the older ones are let go).
+    pub fn take_refused(&self, id: u32) -> Option<Job> {
+        let mut refused = self.refused.borrow_mut();
+        let job = refused.remove(&id);
+        refused.clear();
+        job
     }
 
     /// Queues a file to decode.

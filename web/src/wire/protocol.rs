@@ -36,6 +36,11 @@ pub enum ToWorker {
         /// the benchmark's "before").
         #[serde(default)]
         no_pictures: bool,
+        /// The decoder memory (`memlens_core::estimate`'s count) past which a whole file is
+        /// not committed to but refused with [`FromWorker::TooLarge`] (`None`: the worker's
+        /// own limit; the page's `?limit_mb=` sets another, for tests).
+        #[serde(default)]
+        limit_bytes: Option<f64>,
     },
     Cancel {
         id: u32,
@@ -204,6 +209,18 @@ pub struct PartialInfo {
     pub build_ms: f64,
 }
 
+/// A file refused for its size, and the part of it that fits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TooLarge {
+    pub file_bytes: f64,
+    /// The decoder memory the whole file would hold, and the limit it passes.
+    pub estimated_bytes: f64,
+    pub limit_bytes: f64,
+    /// Trace entries in the whole file (estimated), and how many of the last ones fit.
+    pub entries: f64,
+    pub last_fits: f64,
+}
+
 /// Worker → page: the small facts of a reply, as JSON under `msg`. A reply's bulk data is its
 /// payload, a [`memlens_core::columns::Columns`] type packed beside the header (`crate::wire::pack`); each variant names it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -232,6 +249,12 @@ pub enum FromWorker {
     Failed {
         id: u32,
         message: String,
+    },
+    /// The file's first chunks say its whole decode would hold more than the limit: it was not
+    /// read further, and the page offers to open its last events instead.
+    TooLarge {
+        id: u32,
+        offer: TooLarge,
     },
     /// Payload: the `TimelineLayout`.
     Layout {

@@ -8,13 +8,14 @@ pub mod colour;
 pub mod compare;
 pub mod gunzip;
 pub mod history;
+pub mod limit;
 pub mod partial;
 pub mod search;
 pub mod warm_up;
 
 use crate::wire::clock::now_ms;
 use crate::wire::pack;
-use crate::wire::protocol::{FileInfo, FromWorker, ToWorker};
+use crate::wire::protocol::{FileInfo, FromWorker, ToWorker, TooLarge};
 use crate::worker::partial::Partials;
 use gloo_events::EventListener;
 use js_sys::Uint8Array;
@@ -129,6 +130,7 @@ fn handle(state: &Shared, data: JsValue) {
             range,
             read_pause_ms,
             no_pictures,
+            limit_bytes,
             ..
         } => {
             let file = pack::field(&data, "file");
@@ -141,12 +143,13 @@ fn handle(state: &Shared, data: JsValue) {
                 // state history or on a part of the trace (or asked for none).
                 let pictures = !state_first && range.is_none() && !no_pictures;
                 let partials = Partials::new(id, pictures);
+                let limit = limit_bytes.unwrap_or(limit::LIMIT_BYTES);
                 let res = match (file.dyn_into::<Blob>(), parse_range(range.as_deref())) {
-                    (_, Err(e)) => Err(e),
+                    (_, Err(e)) => Err(NotOpened::Failed(e)),
                     (Ok(blob), Ok(part)) => {
-                        read_blob(&st, id, &blob, part, partials, read_pause_ms).await
+                        read_blob(&st, id, &blob, part, partials, read_pause_ms, limit).await
                     }
-                    (Err(_), _) => Err("nothing to open".to_string()),
+                    (Err(_), _) => Err(NotOpened::Failed("nothing to open".to_string())),
                 };
                 if st.borrow_mut().cancelled.remove(&id) {
                     return;
@@ -160,7 +163,8 @@ fn handle(state: &Shared, data: JsValue) {
                         };
                         loaded(&st, id, snap, load, state_first)
                     }
-                    Err(message) => post(&FromWorker::Failed { id, message }),
+                    Err(NotOpened::Failed(message)) => post(&FromWorker::Failed { id, message }),
+                    Err(NotOpened::TooLarge(offer)) => post(&FromWorker::TooLarge { id, offer }),
                 }
             });
         }
@@ -332,6 +336,21 @@ fn is_cancelled(st: &Shared, id: u32) -> bool {
     st.borrow().cancelled.contains(&id)
 }
 
+/// Why a file was not opened.
+enum NotOpened {
+    Failed(String),
+    /// Refused before committing to it (`crate::worker::limit`).
+    TooLarge(TooLarge),
+}
+
+impl From<String> for NotOpened {
+    fn from(message: String) -> Self {
+        NotOpened::Failed(message)
+    }
+}
+
+/// Reads a file (`part` of it, if given); a whole one whose first chunks foretell a decode
+/// past `limit_bytes` is refused there.
 async fn read_blob(
     st: &Shared,
     id: u32,
@@ -339,11 +358,13 @@ async fn read_blob(
     part: Option<EventRange>,
     mut partials: Partials,
     pause_ms: Option<u32>,
-) -> Result<(Snapshot, u64), String> {
+    limit_bytes: f64,
+) -> Result<(Snapshot, u64), NotOpened> {
     let total = blob.size();
     if crate::worker::gunzip::is_gzip(blob).await {
-        return read_gzip(st, id, blob, part, partials).await;
+        return Ok(read_gzip(st, id, blob, part, partials).await?);
     }
+    let mut checking = part.is_none();
     let mut loader = PartLoader::new(Some(total as u64), part);
     let mut buf: Vec<u8> = Vec::new();
     // The browser reads the next chunks while this one is decoded (READS_AHEAD in flight), so the
@@ -376,12 +397,19 @@ async fn read_blob(
             break;
         };
         if is_cancelled(st, id) {
-            return Err("cancelled".into());
+            return Err(NotOpened::Failed("cancelled".into()));
         }
         let ab = JsFuture::from(promise)
             .await
             .map_err(|e| format!("cannot read the file: {}", js_message(&e)))?;
         push_js(&mut loader, &mut buf, &Uint8Array::new(&ab))?;
+        if checking {
+            match limit::check(total, loader.head_shape(), limit_bytes) {
+                limit::Verdict::Undecided => {}
+                limit::Verdict::Fits => checking = false,
+                limit::Verdict::TooLarge(offer) => return Err(NotOpened::TooLarge(offer)),
+            }
+        }
         post(&FromWorker::Progress {
             id,
             done: end,

@@ -77,6 +77,11 @@ impl PartLoader {
         }
     }
 
+    /// What the decoder has read and holds so far (see [`Loader::head_shape`]).
+    pub fn head_shape(&self) -> Option<crate::estimate::HeadShape> {
+        self.loader.head_shape()
+    }
+
     /// Bytes pushed so far.
     pub fn bytes_in(&self) -> u64 {
         self.loader.bytes_in()

@@ -145,6 +145,13 @@ impl PickleMachine {
         }
     }
 
+    /// Memory the decoder holds, counted from its tables' lengths (see
+    /// [`Arena::held_bytes`]), and the memo slots' part of it.
+    pub fn held_bytes(&self) -> (u64, u64) {
+        let memo = (self.memo.slots.len() * std::mem::size_of::<u32>()) as u64;
+        (self.arena.held_bytes() + memo, memo)
+    }
+
     pub fn offset(&self) -> u64 {
         self.offset
     }

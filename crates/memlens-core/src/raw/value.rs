@@ -198,6 +198,27 @@ impl Default for Arena {
 }
 
 impl Arena {
+    /// Memory the arena holds, counted from lengths times item sizes (what the size estimate
+    /// extrapolates, `crate::estimate`): nodes (not what a container node holds besides),
+    /// trace rows, frames, stacks (twice: the table and the interner's index) and strings.
+    pub fn held_bytes(&self) -> u64 {
+        use crate::trace::{Frame, StackId};
+        use std::mem::size_of;
+        /// A string's text, `Arc` header, table slot and index entry, on average.
+        const STRING_BYTES: usize = 64;
+        /// A stack's offset, index key and entry, besides its frame ids.
+        const STACK_BYTES: usize = 40;
+        let row = size_of::<Action>() + 3 * size_of::<u64>() + size_of::<StackId>();
+        let st = &self.stack_interner;
+        let bytes = self.nodes.len() * size_of::<Node>()
+            + self.rows.len() * row
+            + st.frames.len() * 2 * size_of::<Frame>()
+            + st.stacks.len() * STACK_BYTES
+            + st.stacks.frame_refs() * 2 * size_of::<crate::trace::FrameId>()
+            + self.strings.len() * STRING_BYTES;
+        bytes as u64
+    }
+
     pub fn push(&mut self, n: Node) -> Val {
         let id = self.nodes.len() as u32;
         self.nodes.push(n);

@@ -60,6 +60,10 @@ impl StackTable {
     pub fn is_empty(&self) -> bool {
         self.len() <= 1
     }
+    /// Frame ids held over all stacks.
+    pub fn frame_refs(&self) -> usize {
+        self.frames.len()
+    }
     pub(crate) fn push(&mut self, frames: &[FrameId]) -> StackId {
         let id = StackId((self.offsets.len() - 1) as u32);
         self.frames.extend_from_slice(frames);
