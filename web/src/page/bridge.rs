@@ -22,7 +22,7 @@ use crate::page::app_state::{Action, AppState, IcicleKey, LayoutKey};
 use crate::page::reply::Reply;
 use crate::page::worker_pool::{Death, Hooks, Job, Pool};
 use crate::wire::clock::now_ms;
-use crate::wire::protocol::ToWorker;
+use crate::wire::protocol::{ToWorker, WantedState};
 use js_sys::{Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -408,7 +408,7 @@ impl Bridge {
     /// Asks for the state after `event` of a device's Allocator State History, unless a state
     /// request is in flight (the caller asks again once its reply is in; a request unanswered
     /// for [`STATE_TIMEOUT_MS`] counts as lost).
-    pub fn request_state(&self, id: u32, device: u32, event: Option<u32>) {
+    pub fn request_state(&self, id: u32, device: u32, event: WantedState) {
         let now = now_ms();
         let busy = self
             .state_sent_ms

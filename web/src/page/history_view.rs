@@ -8,16 +8,18 @@ use crate::page::app_state::{Action, AppState, View};
 use crate::page::bridge::Bridge;
 use crate::page::event_csv::EventCsv;
 use crate::page::event_list::{EventList, ROW_PX};
-use crate::page::history_canvas::{self, Hit, MapGeometry, Marks, Transform};
+use crate::page::history_canvas::{self, Marks};
 use crate::page::panels::{metric_title, StackPanel};
 use crate::page::pointer::{
     set_hover, use_canvas_listeners, use_press, wheel_zoom, DragAxes, PressCell,
 };
 use crate::wire::clock::now_ms;
 use crate::wire::history::{format_size, EventColumns, Shared, StateFrame};
+use crate::wire::protocol::WantedState;
 use memlens_core::layout::axis::format_bytes;
 use memlens_core::model::glossary::{definition, RESERVED_MINUS_ALLOCATED};
 use memlens_core::model::BlockState;
+use memlens_core::state::map::{self, Hit, MapGeometry, Transform};
 use memlens_core::state::{OomNumbers, StateNumbers};
 use memlens_core::trace::Action as TraceAction;
 use std::cell::{Cell, RefCell};
@@ -29,8 +31,8 @@ use web_sys::{
 };
 use yew::prelude::*;
 
-/// What the page asked the worker for: (file, device, event requested).
-type StateKey = (u32, u32, Option<u32>);
+/// What the page asked the worker for: (file, device, state wanted).
+type StateKey = (u32, u32, WantedState);
 
 thread_local! {
     /// The latest wanted state, when it was first wanted, and whether its first paint was
@@ -44,7 +46,7 @@ fn wanted_key(state: &AppState) -> Option<StateKey> {
         return None;
     }
     let k = state.element_key()?;
-    Some((k.file, k.device, Some(state.event.unwrap_or(u32::MAX))))
+    Some((k.file, k.device, WantedState::of(state.event)))
 }
 
 /// Asks the worker for what the Allocator State History needs: the Active layout (for the
@@ -473,7 +475,7 @@ fn use_map_drawing(d: MapDrawing<'_>) -> u64 {
     let bytes_per_row = use_state(|| 0u64);
     let switch_done = use_mut_ref(|| false);
     let p = d.p;
-    let wanted = Some(p.event.unwrap_or(u32::MAX));
+    let wanted = WantedState::of(p.event);
     let (canvas, root, live) = (d.canvas.clone(), d.root.clone(), d.live.clone());
     let (bpr, mounted_ms) = (bytes_per_row.clone(), *mounted_ms);
     let deps = (
@@ -489,7 +491,7 @@ fn use_map_drawing(d: MapDrawing<'_>) -> u64 {
             return;
         };
         let (w, h) = history_canvas::css_size(&c);
-        let g = history_canvas::fit(f, *peak, (w - 2.0 * history_canvas::PAD).max(50.0), h);
+        let g = map::fit(f, *peak, (w - 2.0 * map::PAD).max(50.0), h);
         history_canvas::draw(&c, f, &g, *t, *marks);
         if *bpr != g.bytes_per_row {
             bpr.set(g.bytes_per_row);
@@ -713,9 +715,12 @@ fn state_bar(p: &BarProps) -> Html {
         .as_ref()
         .map(|e| e.meta.ooms.iter().map(|o| o.event).collect())
         .unwrap_or_default();
-    let cur = shown.map_or(-1, |s| s as i64);
-    let prev_oom = ooms.iter().rev().find(|&&o| (o as i64) < cur).copied();
-    let next_oom = ooms.iter().find(|&&o| (o as i64) > cur).copied();
+    let prev_oom = ooms
+        .iter()
+        .rev()
+        .find(|&&o| shown.is_some_and(|s| o < s))
+        .copied();
+    let next_oom = ooms.iter().find(|&&o| shown.is_none_or(|s| o > s)).copied();
     let button = |label: &str, testid: &str, title: &str, target: Option<u32>| {
         let cb = p.on_event.clone();
         let onclick = Callback::from(move |_: MouseEvent| {

@@ -7,7 +7,7 @@ use crate::page::compare_state::CompareAction;
 use crate::wire::clock::now_ms;
 use crate::wire::history::{EventColumns, Shared, StateFrame};
 use crate::wire::pack;
-use crate::wire::protocol::{FileInfo, FromWorker, SearchHits, TooLarge};
+use crate::wire::protocol::{FileInfo, FromWorker, SearchHits, TooLarge, WantedState};
 use memlens_core::colour::Colouring;
 use memlens_core::layout::context::ElementContext;
 use memlens_core::layout::TimelineLayout;
@@ -113,7 +113,7 @@ fn event_columns(data: &JsValue, id: u32, device: u32) -> Result<EventColumns, S
 }
 
 /// A state of the history (an empty one, logged, when it does not unpack).
-fn state_frame(data: &JsValue, id: u32, device: u32, requested: Option<u32>) -> StateFrame {
+fn state_frame(data: &JsValue, id: u32, device: u32, requested: WantedState) -> StateFrame {
     let frame = pack::unpack::<StateFrame>(data).map_or_else(
         |e| {
             web_sys::console::error_1(&format!("memlens: {e}").into());

@@ -4,6 +4,7 @@
 //! (`crate::wire::pack`). Also the lookups that link the view with the timeline: which timeline
 //! element (band) a block or an event belongs to.
 
+use crate::wire::protocol::WantedState;
 use memlens_core::layout::TimelineLayout;
 use memlens_core::state::events::EventList;
 use memlens_core::state::{State, StateColumns, StateNumbers};
@@ -58,7 +59,7 @@ pub struct StateFrame {
     pub file: u32,
     pub device: u32,
     /// The `event` of the request this answers.
-    pub requested: Option<u32>,
+    pub requested: WantedState,
     /// The entry the state follows (the request clamped to the trace; `None`: before the first).
     pub event: Option<u32>,
     /// `None` when the file was gone.

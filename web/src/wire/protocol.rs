@@ -12,6 +12,23 @@ use memlens_core::layout::TimelineKind;
 use memlens_core::DeviceStats;
 use serde::{Deserialize, Serialize};
 
+/// Which state of the Allocator State History the page wants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WantedState {
+    /// After device-local trace entry `n` (past the end: after the last).
+    After(u32),
+    /// After the last entry (what the view shows while no entry is selected).
+    #[default]
+    Last,
+}
+
+impl WantedState {
+    /// The selected entry's state, else the last one.
+    pub fn of(selected: Option<u32>) -> WantedState {
+        selected.map_or(WantedState::Last, WantedState::After)
+    }
+}
+
 /// Page → worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
@@ -65,12 +82,11 @@ pub enum ToWorker {
         id: u32,
         device: u32,
     },
-    /// Allocator State History: the state after device-local trace entry `event` (`None`:
-    /// before the first one; past the end: after the last).
+    /// Allocator State History: the state the page wants of the device.
     StateAt {
         id: u32,
         device: u32,
-        event: Option<u32>,
+        event: WantedState,
     },
     /// The device's diagnosis (`memlens_core::analysis`); the worker also sends the default
     /// device's unasked, after the first paint.
@@ -283,7 +299,7 @@ pub enum FromWorker {
         id: u32,
         device: u32,
         /// The `event` of the request (the state itself is after the frame's `event`).
-        requested: Option<u32>,
+        requested: WantedState,
     },
     /// Reply to [`ToWorker::Diagnose`] (or sent unasked after load): core's diagnosis as it is.
     Diagnosis {

@@ -8,7 +8,7 @@
 use crate::wire::clock::now_ms;
 use crate::wire::history::StateFrame;
 use crate::wire::pack;
-use crate::wire::protocol::FromWorker;
+use crate::wire::protocol::{FromWorker, WantedState};
 use memlens_core::replay::replay_device;
 use memlens_core::state::events::EventList;
 use memlens_core::state::{AllocatorHistory, State};
@@ -102,7 +102,7 @@ pub fn send_state(
     file: Option<(&Snapshot, &mut StateCache)>,
     id: u32,
     device: u32,
-    event: Option<u32>,
+    event: WantedState,
 ) {
     let reply = FromWorker::State {
         id,
@@ -113,8 +113,12 @@ pub fn send_state(
         pack::reply_with(&reply, &StateFrame::default()).post();
         return;
     };
-    let n = snap.device_rows(device).len();
-    let wants_last = event.is_some_and(|e| e as usize >= n.saturating_sub(1));
+    let last = snap.device_rows(device).len().saturating_sub(1);
+    let event = match event {
+        WantedState::After(e) => (e as usize).min(last),
+        WantedState::Last => last,
+    };
+    let wants_last = event == last;
     let frame = if wants_last && !cache.devices.contains_key(&device) {
         // The view opens on the last state: it is the file's segments, so show it now and build
         // the history when the list (or another state) is asked for.
@@ -130,7 +134,7 @@ pub fn send_state(
         let h = cache.get(snap, device);
         let build_ms = std::mem::take(&mut h.unreported_build_ms);
         let t0 = now_ms();
-        h.history.seek(&mut h.state, event.map(|e| e as usize));
+        h.history.seek(&mut h.state, Some(event));
         let seek_ms = now_ms() - t0;
         StateFrame {
             seek_ms,
