@@ -69,6 +69,20 @@ function memoryMB() {
     return '?';
   }
 }
+const TICK_MS = 1000 / Number(execSync('getconf CLK_TCK', { encoding: 'utf8' }));
+// CPU ms of each renderer process (utime + stime from /proc/PID/stat), by pid.
+function rendererCpu() {
+  const out = execSync("ps -eo pid,args | grep -- '--type=renderer' | grep -v grep || true", { encoding: 'utf8' });
+  const m = new Map();
+  for (const l of out.split('\n').filter(Boolean)) {
+    const pid = l.trim().split(/\s+/)[0];
+    try {
+      const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      m.set(pid, (Number(st[11]) + Number(st[12])) * TICK_MS);
+    } catch (e) { /* gone */ }
+  }
+  return m;
+}
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 2000);
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
 if (process.env.BENCH_VIEW === 'state') {
@@ -98,46 +112,65 @@ if (process.env.BENCH_VIEW === 'state') {
 }
 if (process.env.BENCH_VIEW === 'cold') {
   // A page opened with its file already chosen (`?src=`, as `memlens serve` and reports do),
-  // against the same file dropped on an idle page; BENCH_RUNS (default 5) of each, medians:
+  // against the same file dropped on an idle page; BENCH_RUNS (default 5) rounds, each running
+  // both on each of BENCH_DISTS (comma-separated built viewers, default MEMLENS_DIST) in turn;
+  // per build, medians of:
   //   drop_ms  file chosen → first paint (the page's data-first-paint-ms);
   //   cold_ms  navigation → first paint (performance.now() when data-first-paint-ms appears,
   //            5 ms polling), which includes loading and compiling the page and the worker;
   //   ratio    cold_ms / drop_ms; cold_opened_ms: the app's start → first paint (its
-//            data-first-paint-ms); cold_decode_ms: the worker's decode then.
+  //            data-first-paint-ms); cold_decode_ms: the worker's decode then;
+  //   cold_cpu_ms  CPU time of the renderer processes from navigation to first paint (page,
+  //            workers, compiles), steadier than wall time on a loaded machine.
   const runs = Number(process.env.BENCH_RUNS ?? 5);
-  const dir = path.join(DIST, 'bench-cold');
-  fs.mkdirSync(dir, { recursive: true });
-  console.log(['input', 'MB', 'drop_ms', 'cold_ms', 'ratio', 'cold_opened_ms', 'cold_decode_ms'].join('\t'));
-  for (const f of files) {
-    fs.copyFileSync(f, path.join(dir, path.basename(f)));
-    const drop = [];
-    const cold = [];
-    const opened = [];
-    const decodes = [];
-    for (let i = 0; i < runs; i++) {
-      let page = await context.newPage();
-      await page.goto(base);
-      await page.waitForSelector('#memlens[data-state=empty]');
-      await page.waitForTimeout(IDLE_MS);
-      await page.setInputFiles('[data-testid=file-input]', f);
-      await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
-      drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
-      await page.close();
-      page = await context.newPage();
-      if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
-      await page.goto(`${base}?src=bench-cold/${encodeURIComponent(path.basename(f))}`, { waitUntil: 'commit' });
-      await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
-      const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs), /decoded in (\d+) ms/.exec(document.body.innerText)?.[1]]);
-      cold.push(r[0]);
-      opened.push(r[1]);
-      decodes.push(Number(r[2]));
-      await page.close();
-    }
-    const d = median(drop);
-    const c = median(cold);
-    console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(opened).toFixed(0), median(decodes).toFixed(0)].join('\t'));
+  const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
+  const served = [];
+  for (const d of dists) {
+    fs.mkdirSync(path.join(d, 'bench-cold'), { recursive: true });
+    served.push({ dir: d, name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
   }
-  fs.rmSync(dir, { recursive: true, force: true });
+  console.log(['input', 'MB', 'build', 'drop_ms', 'cold_ms', 'ratio', 'cold_opened_ms', 'cold_decode_ms', 'cold_cpu_ms'].join('\t'));
+  for (const f of files) {
+    const name = path.basename(f);
+    for (const s of served) fs.copyFileSync(f, path.join(s.dir, 'bench-cold', name));
+    const got = served.map(() => ({ drop: [], cold: [], opened: [], decodes: [], cpu: [] }));
+    for (let i = 0; i < runs; i++) {
+      for (const [k, s] of served.entries()) {
+        const g = got[k];
+        let page = await context.newPage();
+        await page.goto(s.base);
+        await page.waitForSelector('#memlens[data-state=empty]');
+        await page.waitForTimeout(IDLE_MS);
+        await page.setInputFiles('[data-testid=file-input]', f);
+        await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
+        g.drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
+        await page.close();
+        page = await context.newPage();
+        if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+        const before = rendererCpu();
+        await page.goto(`${s.base}?src=bench-cold/${encodeURIComponent(name)}`, { waitUntil: 'commit' });
+        await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
+        const after = rendererCpu();
+        const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs), /decoded in (\d+) ms/.exec(document.body.innerText)?.[1]]);
+        g.cold.push(r[0]);
+        g.opened.push(r[1]);
+        g.decodes.push(Number(r[2]));
+        g.cpu.push([...after].reduce((a, [pid, ms]) => a + ms - (before.get(pid) ?? 0), 0));
+        console.error(`  ${s.name} round ${i + 1}: drop ${g.drop.at(-1).toFixed(0)} cold ${r[0].toFixed(0)} opened ${r[1].toFixed(0)} decode ${r[2]} cpu ${g.cpu.at(-1).toFixed(0)} ms`);
+        await page.close();
+      }
+    }
+    for (const [k, s] of served.entries()) {
+      const g = got[k];
+      const d = median(g.drop);
+      const c = median(g.cold);
+      console.log([name.slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), s.name, d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(g.opened).toFixed(0), median(g.decodes).toFixed(0), median(g.cpu).toFixed(0)].join('\t'));
+    }
+  }
+  for (const s of served) {
+    fs.rmSync(path.join(s.dir, 'bench-cold'), { recursive: true, force: true });
+    s.server.close();
+  }
   await context.close();
   server.close();
   process.exit(0);
@@ -231,20 +264,6 @@ if (process.env.BENCH_VIEW === 'decode') {
   const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
   const served = [];
   for (const d of dists) served.push({ name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
-  const tick = 1000 / Number(execSync('getconf CLK_TCK', { encoding: 'utf8' }));
-  // CPU ms of each renderer process (utime + stime from /proc/PID/stat).
-  const rendererCpu = () => {
-    const out = execSync("ps -eo pid,args | grep -- '--type=renderer' | grep -v grep || true", { encoding: 'utf8' });
-    const m = new Map();
-    for (const l of out.split('\n').filter(Boolean)) {
-      const pid = l.trim().split(/\s+/)[0];
-      try {
-        const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-        m.set(pid, (Number(st[11]) + Number(st[12])) * tick);
-      } catch (e) { /* gone */ }
-    }
-    return m;
-  };
   const wall = Object.fromEntries([['native', []], ...served.map((s) => [s.name, []])]);
   const cpu = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
   console.log(`decode of ${path.basename(f)} (${(fs.statSync(f).size / 1e6).toFixed(1)} MB), ${REPS} rounds`);

@@ -124,8 +124,8 @@ pub fn app() -> Html {
     }
 }
 
-/// Once: restore the hash, open `?src=` and the files a report embeds, and listen for drops
-/// and hash changes.
+/// Once: restore the hash, open `?src=` and the files a report embeds (or, with none, warm the
+/// worker up), and listen for drops and hash changes.
 #[hook]
 fn use_page_listeners(state: &UseReducerHandle<AppState>, bridge: &Option<Rc<Bridge>>) {
     let (state, bridge) = (state.clone(), bridge.clone());
@@ -134,13 +134,17 @@ fn use_page_listeners(state: &UseReducerHandle<AppState>, bridge: &Option<Rc<Bri
         if !h.is_empty() {
             state.dispatch(Action::ApplyHash(h));
         }
-        if let (Some(b), Some(src)) = (&bridge, src_param()) {
-            let name = src.rsplit('/').next().unwrap_or(&src).to_string();
-            b.open_url(&src, &name);
-        }
-        // Files a `memlens html` report embeds or `memlens serve` lists.
         if let Some(b) = &bridge {
-            b.open_preloaded();
+            let src = src_param();
+            if let Some(src) = &src {
+                let name = src.rsplit('/').next().unwrap_or(src).to_string();
+                b.open_url(src, &name);
+            }
+            // Files a `memlens html` report embeds or `memlens serve` lists.
+            let preloaded = b.open_preloaded();
+            if src.is_none() && preloaded == 0 {
+                b.warm_up();
+            }
         }
         let listeners = web_sys::window()
             .map(|w| window_listeners(&w, &state, bridge))

@@ -13,10 +13,14 @@
 //! single.js: `window.memlensEarlyWorker`), so that its wasm compiles while the app's does; the
 //! messages it sent before the app took it over are replayed here.
 //!
-//! `window.memlensHost`, when present, is the single-file page's bootstrap (scripts/single_file.py):
-//! `makeWorker()` starts the worker from a Blob URL with the wasm inlined, `fetch(url)` gives the
-//! embedded copy of a file (the example) as a `Promise<Blob>`, and `preload()` lists the files
-//! to open at start (`{name, url}` from `memlens serve`, `{name, blob}` in `memlens html` reports).
+//! `window.memlensHost` is the page's bootstrap: in dist/, web/assets/boot.js (`makeWorker()`
+//! starts a worker and hands it the worker's wasm compiled once on the page; `fetch(url)` gives
+//! the `?src=` file it began fetching before the app started, as a `Promise` of a `Blob` or of
+//! `null`); in the single-file page (scripts/single_file.py), `makeWorker()` starts the worker
+//! from a Blob URL with the wasm inlined, `fetch(url)` gives the embedded copy of a file (the
+//! example), and `preload()` lists the files to open at start (`{name, url}` from `memlens
+//! serve`, `{name, blob}` in `memlens html` reports). Without one, the worker starts from
+//! Trunk's loader shim.
 
 use crate::page::app_state::{Action, AppState, IcicleKey, LayoutKey};
 use crate::page::reply::Reply;
@@ -109,6 +113,17 @@ async fn await_blob(p: Promise) -> Result<Blob, String> {
         .await
         .map_err(|e| format!("cannot read the embedded file: {}", js_error(&e)))?
         .dyn_into()
+        .map_err(|_| "cannot read the embedded file: not a blob".to_string())
+}
+
+/// The host's copy of `url` (a `Promise` of a `Blob`); when it resolves to `null` (boot.js's
+/// early fetch of `?src=` failed), the page fetches `url` itself and reports why it failed.
+async fn host_copy(p: Promise, url: String) -> Result<Blob, String> {
+    let copy = JsFuture::from(p).await.unwrap_or(JsValue::NULL);
+    if copy.is_null() {
+        return fetch_blob(url).await;
+    }
+    copy.dyn_into()
         .map_err(|_| "cannot read the embedded file: not a blob".to_string())
 }
 
@@ -337,26 +352,29 @@ impl Bridge {
         });
     }
 
-    /// Opens a URL: the single-file page's embedded copy when it has one (the example), else a
-    /// fetch by the page, restricted to the page's own origin.
+    /// Opens a URL: the host's copy when it has one (the single-file page's embedded example,
+    /// or the `?src=` file boot.js began fetching before the app started), else a fetch by the
+    /// page, restricted to the page's own origin.
     pub fn open_url(&self, url: &str, name: &str) {
         match host_call("fetch", &JsValue::from_str(url)) {
             Some(Ok(p)) if p.is_instance_of::<Promise>() => {
-                self.open_later(name, await_blob(p.unchecked_into()))
+                self.open_later(name, host_copy(p.unchecked_into(), url.to_string()))
             }
             _ => self.open_later(name, fetch_blob(url.to_string())),
         }
     }
 
     /// Opens what the page was built or served with (`memlensHost.preload()`): files listed by
-    /// `memlens serve`, or the snapshots embedded in a `memlens html` report. Call once.
-    pub fn open_preloaded(&self) {
+    /// `memlens serve`, or the snapshots embedded in a `memlens html` report. Call once; how
+    /// many it opens.
+    pub fn open_preloaded(&self) -> u32 {
         let Some(Ok(list)) = host_call("preload", &JsValue::UNDEFINED) else {
-            return;
+            return 0;
         };
         let Ok(list) = list.dyn_into::<js_sys::Array>() else {
-            return;
+            return 0;
         };
+        let mut opened = 0;
         for entry in list.iter() {
             let get = |k: &str| Reflect::get(&entry, &JsValue::from_str(k)).unwrap_or_default();
             let name = get("name").as_string().unwrap_or_else(|| "snapshot".into());
@@ -365,8 +383,17 @@ impl Bridge {
                 self.open_url(&url, &name);
             } else if blob.is_instance_of::<Promise>() {
                 self.open_later(&name, await_blob(blob.unchecked_into()));
+            } else {
+                continue;
             }
+            opened += 1;
         }
+        opened
+    }
+
+    /// The page opened with no file: its first worker warms up meanwhile.
+    pub fn warm_up(&self) {
+        self.pool.warm_up();
     }
 
     pub fn cancel(&self, id: u32) {

@@ -6,7 +6,9 @@
 //! sets another limit). The worker that decoded a file keeps its model and answers every later
 //! request about it: a message goes to the worker of the file it names (`ToWorker::file`).
 //!
-//! A second worker starts as soon as the first is warm while the page is idle (`Pool::spare`).
+//! A worker warms up (`ToWorker::WarmUp`) only when it has nothing else to do: the first when
+//! the page has no file to open at start, and the spare; a second worker starts as soon as the
+//! first is warm while the page is idle (`Pool::spare`).
 //!
 //! A worker that dies (an uncaught error: a wasm trap, which is what running out of memory is in
 //! wasm, or a bug) is replaced where it stood: the file it was decoding fails (only that one:
@@ -298,8 +300,9 @@ impl Pool {
                 .iter()
                 .all(|p| p.decoding.get().is_none());
         if idle && self.workers() == 1 && self.cap > 1 {
-            if let Err(e) = self.spawn() {
-                web_sys::console::error_1(&e.into());
+            match self.spawn() {
+                Ok(i) => self.port(i).send(&ToWorker::WarmUp, &[]),
+                Err(e) => web_sys::console::error_1(&e.into()),
             }
         }
     }
@@ -395,14 +398,22 @@ impl Pool {
     /// Sends a request to the worker of the file it names (the first worker when the file is
     /// unknown: it answers for a file it does not have as for any other).
     pub fn send(&self, msg: &ToWorker, extra: &[(&str, JsValue)]) {
-        let file = msg.file();
         if let ToWorker::Cancel { id } | ToWorker::Close { id } = msg {
             if self.forget(*id) {
                 return;
             }
         }
-        let i = self.of_file.borrow().get(&file).copied().unwrap_or(0);
+        let i = msg
+            .file()
+            .and_then(|f| self.of_file.borrow().get(&f).copied())
+            .unwrap_or(0);
         self.port(i).send(msg, extra);
+    }
+
+    /// The page has no file to open: the first worker warms up (its `WarmUpLayout` then starts
+    /// the spare, [`Pool::spare`]).
+    pub fn warm_up(&self) {
+        self.port(0).send(&ToWorker::WarmUp, &[]);
     }
 
     /// Drops a file from the pool; whether it was still waiting for a worker (then no worker

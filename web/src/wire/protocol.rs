@@ -33,6 +33,11 @@ impl WantedState {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum ToWorker {
+    /// Decode, lay out and send back a small generated snapshot once
+    /// (`crate::worker::warm_up`), so that V8 has optimized the code before the user's first
+    /// file: sent to a worker that has nothing else to do (not to one a file is waiting for,
+    /// whose decode would wait behind it).
+    WarmUp,
     /// Decode the `file` (a `Blob`: a chosen file, or what the page fetched) sent alongside.
     Open {
         id: u32,
@@ -146,9 +151,11 @@ pub enum ToWorker {
 }
 
 impl ToWorker {
-    /// The file a request is about (the page sends it to that file's worker).
-    pub fn file(&self) -> u32 {
-        match self {
+    /// The file a request is about (the page sends it to that file's worker); `None` for a
+    /// request about the worker itself.
+    pub fn file(&self) -> Option<u32> {
+        let id = match self {
+            ToWorker::WarmUp => return None,
             ToWorker::Open { id, .. }
             | ToWorker::Cancel { id }
             | ToWorker::Close { id }
@@ -162,7 +169,8 @@ impl ToWorker {
             | ToWorker::Colours { id, .. }
             | ToWorker::Search { id, .. } => *id,
             ToWorker::PeakGroups { side } | ToWorker::MomentGroups { side, .. } => side.file,
-        }
+        };
+        Some(id)
     }
 }
 

@@ -82,21 +82,23 @@ pub fn start() {
     })
     .forget();
     post(&FromWorker::Ready);
-    wasm_bindgen_futures::spawn_local(async {
-        yield_now().await;
-        let t0 = now_ms();
-        warm_up();
-        web_sys::console::log_1(
-            &format!("memlens worker: warmed up in {:.0} ms", now_ms() - t0).into(),
-        );
-    });
 }
 
 /// Runs the decoder, the stats and the timeline layout once on a small generated snapshot
-/// ([`crate::worker::warm_up`]) while the page waits for a file. V8 first runs wasm code in its baseline
-/// tier and optimizes the functions that turn out hot; without this, a 3.7 MB snapshot decoded
-/// ~4× slower than natively (decode 60–90 ms, layout 42–55 ms against 17 and 4 ms native).
+/// ([`crate::worker::warm_up`]) while the page waits for a file (`ToWorker::WarmUp`: the page
+/// asks when it has no file to open). V8 first runs wasm code in its baseline tier and
+/// optimizes the functions that turn out hot; without this, a 3.7 MB snapshot decoded ~4×
+/// slower than natively (decode 60–90 ms, layout 42–55 ms against 17 and 4 ms native). A page
+/// opened with its file does not ask: there the warm-up would only delay the file's decode.
 fn warm_up() {
+    let t0 = now_ms();
+    warm_up_once();
+    web_sys::console::log_1(
+        &format!("memlens worker: warmed up in {:.0} ms", now_ms() - t0).into(),
+    );
+}
+
+fn warm_up_once() {
     let Ok(bytes) = crate::worker::warm_up::snapshot_pickle() else {
         return;
     };
@@ -124,6 +126,7 @@ fn handle(state: &Shared, data: JsValue) {
         }
     };
     match msg {
+        ToWorker::WarmUp => warm_up(),
         ToWorker::Open {
             id,
             state_first,

@@ -22,6 +22,8 @@ const COST_FACTOR: f64 = 10.0;
 /// When the next picture of file `id` is due.
 pub struct Partials {
     id: u32,
+    /// When the read began.
+    start_ms: f64,
     next_ms: f64,
     on: bool,
 }
@@ -31,15 +33,22 @@ impl Partials {
     pub fn new(id: u32, on: bool) -> Partials {
         Partials {
             id,
+            start_ms: now_ms(),
             next_ms: 0.0,
             on,
         }
     }
 
-    /// After a chunk (`done` of `total` bytes read): the picture of the bytes so far, when due.
+    /// After a chunk (`done` of `total` bytes read): the picture of the bytes so far, when due
+    /// and when the rest of the file, read at the pace so far, would take [`INTERVAL_MS`] or
+    /// more (a small file's whole layout comes sooner than a picture would help).
     pub fn after_chunk(&mut self, loader: &mut PartLoader, done: f64, total: f64) {
         let t0 = now_ms();
-        if !self.on || t0 < self.next_ms {
+        if !self.on || t0 < self.next_ms || done <= 0.0 {
+            return;
+        }
+        let rest_ms = (t0 - self.start_ms) * (total - done) / done;
+        if rest_ms < INTERVAL_MS {
             return;
         }
         let id = self.id;
