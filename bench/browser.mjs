@@ -27,7 +27,9 @@
 // BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page.
 // BENCH_VIEW=compare A B: the Compare view painted (both files chosen together on
 // #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
-// opened alone (→ its first paint), BENCH_REPS (default 5) alternating runs, medians and ratio.
+// opened alone (→ its first paint), for one or several built viewers (BENCH_DISTS),
+// BENCH_REPS (default 5) alternating rounds; wall and renderer CPU time (also per thread: the
+// page's main thread, the busiest worker), medians and ratios.
 // BENCH_VIEW=decode FILE: the worker's wasm decode of FILE against the native decode, for one
 // or several built viewers (BENCH_DISTS), BENCH_REPS alternating rounds, medians and ratios.
 // BENCH_VIEW=files F1..FN: N files to a painted Files overview (all rows shown): all chosen at
@@ -37,7 +39,8 @@
 // is refused and opened in part; time, peak tab memory, model memory (see the mode below).
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS, BENCH_REPS;
-//                                            BENCH_CONSOLE=1 prints the page's console on stderr)
+//                                            BENCH_CONSOLE=1 prints the page's console on stderr,
+//                                            BENCH_THREADS=1 each renderer thread's CPU time)
 import path from 'node:path';
 import fs from 'node:fs';
 import { execSync } from 'node:child_process';
@@ -58,30 +61,89 @@ if (!fs.existsSync(path.join(DIST, 'index.html'))) { console.error(`${DIST}/inde
 
 const { server, base } = await serveDist(DIST, '/memlens/');
 const context = await launchChromium({ width: 1400, height: 860 });
-// Memory of the tab: resident memory of Chromium's renderer processes (one page is open at a
-// time; the page, its worker and both wasm memories live there), in MB.
+// Memory of the tab: resident memory of this browser's renderer processes (one page is open at
+// a time; the page, its worker and both wasm memories live there), in MB.
 function memoryMB() {
-  try {
-    const out = execSync("ps -eo rss,args | grep -- '--type=renderer' | grep -v grep", { encoding: 'utf8' });
-    const kb = out.split('\n').filter(Boolean).reduce((a, l) => a + Number(l.trim().split(/\s+/)[0]), 0);
-    return (kb / 1024).toFixed(0);
-  } catch (e) {
-    return '?';
-  }
+  const kb = renderers().reduce((a, p) => {
+    try { return a + Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))[1]); } catch { return a; }
+  }, 0);
+  return (kb / 1024).toFixed(0);
 }
 const TICK_MS = 1000 / Number(execSync('getconf CLK_TCK', { encoding: 'utf8' }));
-// CPU ms of each renderer process (utime + stime from /proc/PID/stat), by pid.
+/** The processes under `root`, all generations. */
+function descendants(root) {
+  const kids = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const ppid = Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+      if (!kids.has(ppid)) kids.set(ppid, []);
+      kids.get(ppid).push(Number(d));
+    } catch { /* gone */ }
+  }
+  const out = [];
+  const walk = (p) => { for (const k of kids.get(p) ?? []) { out.push(k); walk(k); } };
+  walk(root);
+  return out;
+}
+/** Renderers of the browser this script started (other browsers on the machine are not ours). */
+function renderers() {
+  return descendants(process.pid).filter((p) => {
+    try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
+  });
+}
+// CPU ms of each of this browser's renderer processes (utime + stime from /proc/PID/stat), by pid.
 function rendererCpu() {
-  const out = execSync("ps -eo pid,args | grep -- '--type=renderer' | grep -v grep || true", { encoding: 'utf8' });
   const m = new Map();
-  for (const l of out.split('\n').filter(Boolean)) {
-    const pid = l.trim().split(/\s+/)[0];
+  for (const pid of renderers()) {
     try {
       const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
       m.set(pid, (Number(st[11]) + Number(st[12])) * TICK_MS);
     } catch (e) { /* gone */ }
   }
   return m;
+}
+/** CPU ms the renderer processes used since `before` (a rendererCpu()). */
+function cpuSince(before) {
+  let used = 0;
+  for (const [pid, c] of rendererCpu()) used += c - (before.get(pid) ?? 0);
+  return used;
+}
+// CPU ms of each thread of the renderer processes, by "pid/tid", with its name (the page's
+// main thread, a DedicatedWorker, the compositor...).
+function rendererThreads() {
+  const m = new Map();
+  for (const pid of rendererCpu().keys()) {
+    let tids = [];
+    try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch (e) { continue; }
+    for (const tid of tids) {
+      try {
+        const raw = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')'));
+        const st = raw.slice(raw.lastIndexOf(') ') + 2).split(' ');
+        m.set(`${pid}/${tid}`, { name, cpu: (Number(st[11]) + Number(st[12])) * TICK_MS });
+      } catch (e) { /* gone */ }
+    }
+  }
+  return m;
+}
+/**
+ * CPU ms each renderer thread used since `before` (a rendererThreads()): the page's main thread
+ * (`main`), the busiest worker thread (`worker_max`: on free cores, the decode that the view
+ * waits for) and all worker threads (`workers`).
+ */
+function threadCpuSince(before) {
+  const out = { main: 0, worker_max: 0, workers: 0 };
+  for (const [k, t] of rendererThreads()) {
+    const used = t.cpu - (before.get(k)?.cpu ?? 0);
+    if (process.env.BENCH_THREADS && used > 0) console.error(`    thread ${k} ${t.name}: ${used.toFixed(0)} ms`);
+    if (/^(CrRendererMain|chrom)/.test(t.name)) out.main += used;
+    if (/^DedicatedWorker/.test(t.name)) {
+      out.workers += used;
+      out.worker_max = Math.max(out.worker_max, used);
+    }
+  }
+  return out;
 }
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 2000);
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
@@ -150,12 +212,12 @@ if (process.env.BENCH_VIEW === 'cold') {
         const before = rendererCpu();
         await page.goto(`${s.base}?src=bench-cold/${encodeURIComponent(name)}`, { waitUntil: 'commit' });
         await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
-        const after = rendererCpu();
+        const used = cpuSince(before);
         const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs), /decoded in (\d+) ms/.exec(document.body.innerText)?.[1]]);
         g.cold.push(r[0]);
         g.opened.push(r[1]);
         g.decodes.push(Number(r[2]));
-        g.cpu.push([...after].reduce((a, [pid, ms]) => a + ms - (before.get(pid) ?? 0), 0));
+        g.cpu.push(used);
         console.error(`  ${s.name} round ${i + 1}: drop ${g.drop.at(-1).toFixed(0)} cold ${r[0].toFixed(0)} opened ${r[1].toFixed(0)} decode ${r[2]} cpu ${g.cpu.at(-1).toFixed(0)} ms`);
         await page.close();
       }
@@ -280,9 +342,7 @@ if (process.env.BENCH_VIEW === 'decode') {
       const before = rendererCpu();
       await page.setInputFiles('[data-testid=file-input]', f);
       await page.waitForFunction(() => /decoded in \d+ ms/.test(document.body.innerText), null, { timeout: 600000, polling: 50 });
-      const after = rendererCpu();
-      let used = 0;
-      for (const [pid, c] of after) used += c - (before.get(pid) ?? 0);
+      const used = cpuSince(before);
       wall[s.name].push(Number(/decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText))[1]));
       cpu[s.name].push(used);
       await page.close();
@@ -310,25 +370,6 @@ if (process.env.BENCH_VIEW === 'worker_memory') {
   //              the file's chunks in flight) plus the page's copy of one layout;
   //   settled    what stays added once all is built (the worker's wasm memory never shrinks);
   //   model      the worker's wasm memory once the model is built (data-model-memory-bytes).
-  const descendants = (root) => {
-    const kids = new Map();
-    for (const d of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const ppid = Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
-        if (!kids.has(ppid)) kids.set(ppid, []);
-        kids.get(ppid).push(Number(d));
-      } catch { /* gone */ }
-    }
-    const out = [];
-    const walk = (p) => { for (const k of kids.get(p) ?? []) { out.push(k); walk(k); } };
-    walk(root);
-    return out;
-  };
-  // Renderers of the browser this script started (other browsers on the machine are not ours).
-  const renderers = () => descendants(process.pid).filter((p) => {
-    try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('--type=renderer'); } catch { return false; }
-  });
   const rssMB = (pids) => pids.reduce((a, p) => {
     try { return a + Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))[1]) / 1024; } catch { return a; }
   }, 0);
@@ -362,28 +403,56 @@ if (process.env.BENCH_VIEW === 'worker_memory') {
   process.exit(0);
 }
 if (process.env.BENCH_VIEW === 'compare') {
+  // For each build of BENCH_DISTS (comma-separated, default MEMLENS_DIST), BENCH_REPS rounds
+  // alternating builds and modes: the larger file alone on #view=timeline (→ its first paint)
+  // and both files chosen together on #view=compare (→ both timelines painted, the view's
+  // data-painted-ms). Wall (the page's own figure) and CPU time of the renderer processes (the
+  // page and its workers) from file chosen to painted; medians and each build's ratio.
   const larger = [...files].sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
-  console.log(`compare ${files.map((f) => path.basename(f)).join(' vs ')}; alone: ${path.basename(larger)}`);
-  const m = await alternate({
-    alone_first_paint: async () => {
-      const page = await freshPage('#view=timeline');
-      await page.setInputFiles('[data-testid=file-input]', larger);
-      await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
-      const ms = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
-      await page.close();
-      return ms;
-    },
-    compare_painted: async () => {
-      const page = await freshPage('#view=compare');
-      await page.setInputFiles('[data-testid=file-input]', files);
-      await page.waitForFunction(() => !!document.querySelector('[data-testid=compare-timelines]')?.dataset.paintedMs, null, { timeout: 600000, polling: 5 });
-      const ms = await page.evaluate(() => Number(document.querySelector('[data-testid=compare-timelines]').dataset.paintedMs));
-      await page.close();
-      return ms;
-    },
-  });
-  console.log(`ratio compare/alone ${(m.compare_painted / m.alone_first_paint).toFixed(2)}`);
+  const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
+  const served = [];
+  for (const d of dists) served.push({ name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
+  console.log(`compare ${files.map((f) => path.basename(f)).join(' vs ')}; alone: ${path.basename(larger)}; ${REPS} rounds`);
+  const painted = async (s, hash, input, sel, attr) => {
+    const page = await context.newPage();
+    if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+    await page.goto(s.base + hash);
+    await page.waitForSelector('#memlens[data-state=empty]');
+    await page.waitForTimeout(IDLE_MS);
+    const before = rendererCpu();
+    const threads = rendererThreads();
+    await page.setInputFiles('[data-testid=file-input]', input);
+    await page.waitForFunction(([q, a]) => !!document.querySelector(q)?.getAttribute(a), [sel, attr], { timeout: 600000, polling: 5 });
+    const used = cpuSince(before);
+    const t = threadCpuSince(threads);
+    const ms = await page.evaluate(([q, a]) => Number(document.querySelector(q).getAttribute(a)), [sel, attr]);
+    await page.close();
+    return { ms, cpu: used, ...t };
+  };
+  const got = {};
+  for (let r = 0; r < REPS; r++) {
+    for (const s of served) {
+      for (const [mode, run] of [
+        ['alone', () => painted(s, '#view=timeline', larger, '#memlens', 'data-first-paint-ms')],
+        ['compare', () => painted(s, '#view=compare', files, '[data-testid=compare-timelines]', 'data-painted-ms')],
+      ]) {
+        const k = `${s.name}\t${mode}`;
+        (got[k] ??= []).push(await run());
+      }
+    }
+  }
+  const fmt = (v, f) => `${v.map((x) => x[f].toFixed(0)).join(' / ')} median ${median(v.map((x) => x[f])).toFixed(0)} ms`;
+  for (const [k, v] of Object.entries(got)) {
+    console.log(`${k}\twall ${fmt(v, 'ms')}\tcpu ${fmt(v, 'cpu')}`);
+    console.log(`${k}\tcpu of threads: page main ${fmt(v, 'main')}; busiest worker ${fmt(v, 'worker_max')}; all workers ${fmt(v, 'workers')}`);
+  }
+  for (const s of served) {
+    const m = (mode, f) => median(got[`${s.name}\t${mode}`].map((x) => x[f]));
+    const r = (f) => (m('compare', f) / m('alone', f)).toFixed(2);
+    console.log(`${s.name}\tratio compare/alone: wall ${r('ms')}, cpu ${r('cpu')}, page main thread cpu ${r('main')}, busiest worker cpu ${r('worker_max')}`);
+  }
   await context.close();
+  for (const s of served) s.server.close();
   server.close();
   process.exit(0);
 }
