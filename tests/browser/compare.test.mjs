@@ -13,7 +13,9 @@
 // - a frame row outlines its bands in both timelines: the match counts equal the independent
 //   count of search_count.py on each file; its ↗ opens B on the timeline with the frame searched;
 // - the hash names both sides, and a page opened on it compares them the other way round;
-// - two devices of one file (`memlens synth --devices 2`) compare as A and B.
+// - two devices of one file (`memlens synth --devices 2`) compare as A and B;
+// - one file on the view: its worker holds its unasked work (the diagnosis) while the view
+//   waits for a second, and leaving the view lets it go.
 //
 // Run: (cd tests/browser && node --test --test-concurrency=1 compare.test.mjs)   after
 // `scripts/serve.sh --build` and `cargo build --release -p memlens-cli`.
@@ -216,6 +218,23 @@ test('Compare view: two devices of one file', async () => {
   const swapped = await page.$eval('[data-testid=compare-device]', (d) => ({ a: Number(d.dataset.aPeak), b: Number(d.dataset.bPeak) }));
   assert.deepEqual(swapped, { a: of(shown.bd), b: of(shown.ad) });
   fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('one file on the Compare view: its worker holds the unasked diagnosis until the view is left', async () => {
+  await page.goto('about:blank');
+  await page.goto(`${base}#view=compare`);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.setInputFiles('[data-testid=file-input]', A);
+  await page.waitForSelector('#memlens[data-state=ready] [data-testid=compare][data-state=need-two]', { timeout: 60000 });
+  // Held: the view waits for a second file, and the worker's unasked work waits with it.
+  await page.waitForTimeout(1500);
+  assert.equal(await page.$eval('#memlens', (e) => e.dataset.diagnosisMs ?? null), null, 'no diagnosis while the Compare view waits');
+  // Leaving the view lets it go: the Diagnosis view shows the default device's (sent unasked).
+  await page.selectOption('[data-testid=view-select]', 'diagnosis');
+  await page.waitForSelector('#memlens[data-diagnosis-ms] [data-testid=diagnosis][data-verdict]', { timeout: 60000 });
+  const cli = JSON.parse(memlens(['diagnose', '--json', A]));
+  const verdict = await page.$eval('[data-testid=diagnosis]', (e) => e.dataset.verdict);
+  assert.equal(verdict, cli.devices[0].verdict.kind, 'the verdict = memlens diagnose');
 });
 
 test('a range selected on a fixture lists exactly the reference growth (between_ref.py, diagnose --between)', async () => {

@@ -402,6 +402,12 @@ impl Bridge {
         self.dispatch.dispatch(Action::Cancelled { id });
     }
 
+    /// Whether every worker holds the work it does unasked after a load (see
+    /// `crate::page::worker_pool`): the Compare view holds it until its timelines have painted.
+    pub fn hold_background(&self, hold: bool) {
+        self.pool.hold_background(hold);
+    }
+
     /// Asks for a layout once.
     pub fn request_layout(&self, key: LayoutKey) {
         if self.requested.borrow_mut().insert(key) {
@@ -525,7 +531,8 @@ fn part_job(id: u32, name: String, blob: Blob, range: Option<String>) -> Job {
         state_first: state_view_shown(),
         range,
         read_pause_ms: crate::page::url::query_value("read_pause_ms").and_then(|v| v.parse().ok()),
-        no_pictures: crate::page::url::query_value("pictures").as_deref() == Some("0"),
+        no_pictures: crate::page::url::query_value("pictures").as_deref() == Some("0")
+            || !timeline_view_shown(),
         limit_bytes: limit_param(),
     };
     Job { id, open, blob }
@@ -543,6 +550,12 @@ fn limit_param() -> Option<f64> {
 /// Whether the page shows the Allocator State History (the URL hash holds the view).
 fn state_view_shown() -> bool {
     hash_value("view").as_deref() == Some("state")
+}
+
+/// Whether the page shows the Active Memory Timeline (the default view), the only view that
+/// draws the pictures of a trace so far (`AppState::partial_picture`).
+fn timeline_view_shown() -> bool {
+    matches!(hash_value("view").as_deref(), None | Some("timeline"))
 }
 
 /// The value of `key` in the URL hash (`#view=state&range=last:1000`), decoded.

@@ -2,7 +2,9 @@
 //! A, the workers' answers for each side (at its peak, and at the cursor's moment; the view
 //! combines two through core's `analysis::compare`),
 //! the cursor in shared-axis units (`memlens_core::layout::shared_axis`), and the frame whose
-//! bands are highlighted in both timelines with the matches that frame search found. Which
+//! bands are highlighted in both timelines with the matches that frame search found, and
+//! whether both timelines have painted once (until then the workers hold their unasked work
+//! and the peaks are not asked for: `crate::page::compare_view`). Which
 //! sides are compared, the shared window (`AppState::window`) and the axis
 //! (`AppState::time_axis`) live in the page's state, which knows the open files.
 
@@ -42,6 +44,8 @@ pub struct CompareState {
     pub highlight_seq: u32,
     /// The highlight's matches, per side (layouts of the Active timeline).
     pub matches: HashMap<CompareSide, Rc<Matches>>,
+    /// Both timelines have painted once.
+    pub painted: bool,
 }
 
 pub enum CompareAction {
@@ -50,6 +54,8 @@ pub enum CompareAction {
     Cursor(Option<Cursor>),
     /// Outline this frame's bands (`None`: none).
     Highlight(Option<String>),
+    /// Both timelines have painted.
+    Painted,
 }
 
 impl CompareState {
@@ -62,6 +68,7 @@ impl CompareState {
                 self.moment_sides.insert(side, (event, g));
             }
             CompareAction::Cursor(c) => self.cursor = c,
+            CompareAction::Painted => self.painted = true,
             CompareAction::Highlight(f) => {
                 if f != self.highlight {
                     self.highlight = f;

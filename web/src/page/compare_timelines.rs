@@ -49,6 +49,8 @@ pub struct Props {
     /// `performance.now()` when the later of the two files was chosen: the root's
     /// `data-painted-ms` is the time from then to both timelines painted (benchmarks).
     pub opened_ms: f64,
+    /// Both timelines have painted (once).
+    pub on_painted: Callback<()>,
 }
 
 /// Both sides' axis maps and the shared extent (the longer trace's, in time).
@@ -188,6 +190,7 @@ fn track(s: Side<'_>) -> Html {
     };
     let on_painted = {
         let (painted, root, opened) = (s.painted.clone(), s.root.clone(), p.opened_ms);
+        let done = p.on_painted.clone();
         Callback::from(move |_| {
             let both = {
                 let mut d = painted.borrow_mut();
@@ -198,6 +201,7 @@ fn track(s: Side<'_>) -> Html {
             if let Some(el) = el.filter(|e| both && !e.has_attribute("data-painted-ms")) {
                 let ms = crate::wire::clock::now_ms() - opened;
                 let _ = el.set_attribute("data-painted-ms", &format!("{ms:.1}"));
+                done.emit(());
             }
         })
     };

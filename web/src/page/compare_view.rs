@@ -53,15 +53,25 @@ fn side_key(s: CompareSide) -> LayoutKey {
     }
 }
 
-/// What the workers should answer for the view: each side at its peak (once), both layouts,
-/// each side at the cursor's moment (one request in flight per side; the latest wanted
-/// follows its answer), and the highlight's matches.
+/// What the workers should answer for the view: both layouts, each side at its peak (once,
+/// after the timelines have painted once: until then the page needs only the layouts), each
+/// side at the cursor's moment (one request in flight per side; the latest wanted follows its
+/// answer), and the highlight's matches. Until both timelines have painted once, the workers
+/// also hold the work they do unasked after a load (`Bridge::hold_background`).
 #[hook]
 pub fn use_compare_requests(state: &AppState, bridge: Option<Rc<Bridge>>) {
-    let pair = state
-        .compare_pair()
-        .filter(|_| state.view() == View::Compare);
+    let shown = state.view() == View::Compare;
+    let pair = state.compare_pair().filter(|_| shown);
     let peaks_asked = use_mut_ref(HashSet::<CompareSide>::new);
+    {
+        let bridge = bridge.clone();
+        let hold = shown && !state.compare.painted;
+        use_effect_with(hold, move |hold| {
+            if let Some(br) = &bridge {
+                br.hold_background(*hold);
+            }
+        });
+    }
     {
         let bridge = bridge.clone();
         let have: Vec<bool> = pair
@@ -69,13 +79,14 @@ pub fn use_compare_requests(state: &AppState, bridge: Option<Rc<Bridge>>) {
             .flat_map(|(a, b)| [*a, *b])
             .map(|s| state.layouts.contains_key(&side_key(s)))
             .collect();
-        use_effect_with((pair, have), move |(pair, _)| {
+        let painted = state.compare.painted;
+        use_effect_with((pair, have, painted), move |(pair, _, painted)| {
             if let (Some(br), Some((a, b))) = (&bridge, pair) {
                 for s in [*a, *b] {
-                    if peaks_asked.borrow_mut().insert(s) {
+                    br.request_layout(side_key(s));
+                    if *painted && peaks_asked.borrow_mut().insert(s) {
                         br.send_compare(&ToWorker::PeakGroups { side: s });
                     }
-                    br.request_layout(side_key(s));
                 }
             }
         });
@@ -338,6 +349,8 @@ fn timelines(p: &Props, a: CompareSide, b: CompareSide) -> Html {
         act.emit(Action::SetTimeAxis(!time_axis));
         act.emit(Action::ResetWindow);
     });
+    let act = p.act.clone();
+    let on_painted = Callback::from(move |()| act.emit(Action::Compare(CompareAction::Painted)));
     let opened_ms = p
         .state
         .files
@@ -354,7 +367,7 @@ fn timelines(p: &Props, a: CompareSide, b: CompareSide) -> Html {
                 </label>
             </p>
             <CompareTimelines a={ta} b={tb} {time_axis} window={p.state.window} cursor={p.state.compare.cursor}
-                {on_window} {on_cursor} {opened_ms} />
+                {on_window} {on_cursor} {opened_ms} {on_painted} />
         </>
     }
 }

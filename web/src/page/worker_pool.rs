@@ -9,6 +9,10 @@
 //! A worker warms up (`ToWorker::WarmUp`) only when it has nothing else to do: the first when
 //! the page has no file to open at start, and the spare; a second worker starts as soon as the
 //! first is warm while the page is idle (`Pool::spare`).
+//! While a worker decodes, the others hold the work they do unasked after a load (diagnosis,
+//! exact layout, state history: `Pool::balance`), so a file opened with others is not slowed
+//! by theirs; the page can hold it in every worker too (`Pool::hold_background`: the Compare
+//! view, until both its timelines have painted).
 //!
 //! A worker that dies (an uncaught error: a wasm trap, which is what running out of memory is in
 //! wasm, or a bug) is replaced where it stood: the file it was decoding fails (only that one:
@@ -73,6 +77,8 @@ struct Port {
     /// in `held` until they are loaded there.
     reopening: RefCell<HashSet<u32>>,
     held: RefCell<Vec<JsValue>>,
+    /// Whether it was last told to hold its background work (`Pool::balance`).
+    background_held: Cell<bool>,
     listeners: RefCell<Vec<EventListener>>,
 }
 
@@ -86,6 +92,7 @@ impl Port {
             decoding: Cell::new(None),
             reopening: RefCell::default(),
             held: RefCell::default(),
+            background_held: Cell::new(false),
             listeners: RefCell::default(),
         }
     }
@@ -149,6 +156,8 @@ pub struct Pool {
     /// Files refused for their size, until the page opens part of one or another is refused.
     refused: RefCell<HashMap<u32, Job>>,
     cap: usize,
+    /// The page holds every worker's unasked work ([`Pool::hold_background`]).
+    page_holds: Cell<bool>,
     start: Start,
     hooks: Hooks,
     me: Weak<Pool>,
@@ -186,6 +195,7 @@ impl Pool {
             jobs: RefCell::default(),
             refused: RefCell::default(),
             cap: worker_cap(),
+            page_holds: Cell::new(false),
             start,
             hooks,
             me: me.clone(),
@@ -323,6 +333,8 @@ impl Pool {
         });
         port.decoding.set(None);
         port.ready.set(false);
+        // The new worker holds nothing until told (the pump below tells it).
+        port.background_held.set(false);
         port.queue.borrow_mut().clear();
         port.held.borrow_mut().clear();
         port.reopening.borrow_mut().clear();
@@ -349,8 +361,37 @@ impl Pool {
         self.pump();
     }
 
-    /// Hands waiting jobs to workers decoding nothing, starting workers up to the cap.
+    /// Hands waiting jobs to workers decoding nothing, starting workers up to the cap; then
+    /// tells each worker whether to hold its background work ([`Pool::balance`]).
     fn pump(&self) {
+        self.assign();
+        self.balance();
+    }
+
+    /// Whether every worker holds the work it does unasked after a load, whatever the others
+    /// do (the page's view waits for something else first).
+    pub fn hold_background(&self, hold: bool) {
+        self.page_holds.set(hold);
+        self.balance();
+    }
+
+    /// A worker holds the work it does unasked after a load while another worker is decoding,
+    /// or while the page holds it (`ToWorker::Background`): on few cores that work would slow
+    /// the other file's decode, and files opened together (the Compare view's two) are shown
+    /// when the last is ready.
+    fn balance(&self) {
+        let ports = self.ports.borrow();
+        let decoding = ports.iter().filter(|p| p.decoding.get().is_some()).count();
+        for p in ports.iter() {
+            let others = decoding - usize::from(p.decoding.get().is_some());
+            let hold = others > 0 || self.page_holds.get();
+            if p.background_held.replace(hold) != hold {
+                p.send(&ToWorker::Background { hold }, &[]);
+            }
+        }
+    }
+
+    fn assign(&self) {
         loop {
             if self.jobs.borrow().is_empty() {
                 return;

@@ -54,8 +54,8 @@ pub enum ToWorker {
         /// watch a small file load as slowly as a large one.
         #[serde(default)]
         read_pause_ms: Option<u32>,
-        /// No pictures of the trace so far while the file is read (the page's `?pictures=0`:
-        /// the benchmark's "before").
+        /// No pictures of the trace so far while the file is read: the page opens on a view
+        /// that does not draw them, or its `?pictures=0` (the benchmark's "before").
         #[serde(default)]
         no_pictures: bool,
         /// The decoder memory (`memlens_core::estimate`'s count) past which a whole file is
@@ -148,14 +148,21 @@ pub enum ToWorker {
         #[serde(default)]
         regex: bool,
     },
+    /// Hold (`true`) or resume the work a worker does unasked once a file is loaded (the
+    /// diagnosis, the exact layout after a preview, the state history): the page holds it
+    /// while another worker is decoding, so that file is not slowed by it. Requests are
+    /// answered either way.
+    Background {
+        hold: bool,
+    },
 }
 
 impl ToWorker {
     /// The file a request is about (the page sends it to that file's worker); `None` for a
-    /// request about the worker itself.
+    /// message to the worker itself (warm up; hold its unasked work).
     pub fn file(&self) -> Option<u32> {
         let id = match self {
-            ToWorker::WarmUp => return None,
+            ToWorker::WarmUp | ToWorker::Background { .. } => return None,
             ToWorker::Open { id, .. }
             | ToWorker::Cancel { id }
             | ToWorker::Close { id }

@@ -2,7 +2,9 @@
 //! machine; JSON and HTML are collected whole), keeps the model here, and answers the page with
 //! stats, layout columns and stack text on request. The page never sees pickle or raw values.
 //! While a file is read, pictures of its trace so far go out between chunks
-//! ([`crate::worker::partial`]).
+//! ([`crate::worker::partial`]), when the page draws them. After a load, the work nobody asked
+//! for yet (diagnosis, exact layout, state history) waits while the page holds it
+//! (`ToWorker::Background`: another worker is decoding, or the view waits for something else).
 
 pub mod colour;
 pub mod compare;
@@ -40,6 +42,8 @@ fn chunk_bytes(total: f64) -> f64 {
         .clamp(1024.0 * 1024.0, 16.0 * 1024.0 * 1024.0)
         .floor()
 }
+/// How often held background work looks whether it may go on.
+const HOLD_POLL_MS: u32 = 5;
 /// File reads in flight while a chunk is decoded.
 const READS_AHEAD: usize = 3;
 /// Bytes of a read chunk copied into wasm memory at a time.
@@ -60,6 +64,8 @@ struct State {
     cancelled: HashSet<u32>,
     /// The Compare view's allocation tables (crate::worker::compare).
     compared: crate::worker::compare::Replays,
+    /// The page holds the work done unasked after a load (`ToWorker::Background`).
+    background_held: bool,
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -191,6 +197,7 @@ fn handle(state: &Shared, data: JsValue) {
             crate::worker::history::send_state(f, id, device, event);
         }
         ToWorker::Diagnose { id, device } => send_diagnosis(state, id, device),
+        ToWorker::Background { hold } => state.borrow_mut().background_held = hold,
         ToWorker::PeakGroups { side } => {
             let s = state.borrow();
             crate::worker::compare::send_peak(side, s.files.get(&side.file).map(|f| &f.snap));
@@ -564,13 +571,22 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
     send_layout_as(st, id, d, TimelineKind::Active, true);
     let st = st.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        yield_now().await;
+        background_turn(&st).await;
         send_diagnosis(&st, id, d);
-        yield_now().await;
+        background_turn(&st).await;
         complete_layout(&st, id, d, TimelineKind::Active);
-        yield_now().await;
+        background_turn(&st).await;
         prebuild_state(&st, id, d);
     });
+}
+
+/// Gives the event loop a turn, then waits while the page holds background work (another
+/// worker is decoding; see `ToWorker::Background`).
+async fn background_turn(st: &Shared) {
+    yield_now().await;
+    while st.borrow().background_held {
+        gloo_timers::future::TimeoutFuture::new(HOLD_POLL_MS).await;
+    }
 }
 
 /// Diagnoses a device (`memlens_core::analysis`) and posts the result: over its state history
