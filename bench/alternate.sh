@@ -2,16 +2,21 @@
 # Several builds of memlens on the same inputs, alternating run by run in the same minutes:
 # medians of wall, cpu (user + sys) and peak RSS per build and input, from /usr/bin/time.
 #
-#   bench/alternate.sh ROUNDS NAME=BINARY... -- FILE...
+#   bench/alternate.sh ROUNDS NAME=BINARY[,VERB]... -- FILE...
 #   e.g. bench/alternate.sh 7 own=/tmp/memlens-own mimalloc=/tmp/memlens-mi system=/tmp/memlens-sys \
 #          -- bench/data/synth_training_1GB.pickle bench/data/rep_1GB.pickle
+#        bench/alternate.sh 5 stats=/tmp/memlens diag=/tmp/memlens,diagnose -- FILE
 #
-# Each round runs every build once per input (`memlens stats --json FILE`, output discarded),
-# the order of the builds rotating each round.
+# Each round runs every build once per input (`memlens VERB --json FILE`, VERB `stats` unless
+# given, output discarded), the order of the builds rotating each round.
 set -euo pipefail
 rounds=$1; shift
-names=(); bins=()
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do names+=("${1%%=*}"); bins+=("${1#*=}"); shift; done
+names=(); bins=(); verbs=()
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+  names+=("${1%%=*}"); b="${1#*=}"
+  case "$b" in *,*) bins+=("${b%%,*}"); verbs+=("${b#*,}") ;; *) bins+=("$b"); verbs+=(stats) ;; esac
+  shift
+done
 shift
 files=("$@")
 t=$(mktemp); log=$(mktemp)
@@ -20,7 +25,7 @@ for r in $(seq 0 $((rounds - 1))); do
   for f in "${files[@]}"; do
     for k in $(seq 0 $((n - 1))); do
       i=$(( (k + r) % n ))
-      /usr/bin/time -o "$t" -f "%e %U %S %M" "${bins[$i]}" stats --json "$f" >/dev/null 2>&1
+      /usr/bin/time -o "$t" -f "%e %U %S %M" "${bins[$i]}" "${verbs[$i]}" --json "$f" >/dev/null 2>&1
       read -r w u s m <"$t"
       echo "${names[$i]} $(basename "$f") $w $(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.2f", u+s}') $m" >>"$log"
     done

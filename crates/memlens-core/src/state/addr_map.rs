@@ -1,6 +1,8 @@
 //! An address-ordered map for the live state's blocks: sorted runs of at most [`CHUNK`] entries
 //! (keys and values in separate arrays) under a sorted list of each run's first key. A lookup is
-//! two binary searches over contiguous memory, an insert or remove moves at most one run. For
+//! two binary searches over contiguous memory, an insert or remove moves at most one run; a
+//! found entry's position ([`Pos`]) reaches its neighbours and edits next to it without another
+//! search (the state's carve and release: one search each). For
 //! the state's workload (a few thousand blocks, every trace entry a handful of exact and
 //! predecessor lookups) it is several times cheaper than `BTreeMap`, whose nodes are searched
 //! linearly and scattered in memory (docs/BENCHMARKS.md).
@@ -12,6 +14,15 @@ const CHUNK: usize = 32;
 struct Run<V> {
     keys: Vec<u64>,
     vals: Vec<V>,
+}
+
+/// Where an entry sits (run, index): found by one search, then its neighbours and edits around
+/// it need none. Valid until the map changes, except as [`AddrMap::insert_after`] and
+/// [`AddrMap::remove_at`] say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pos {
+    r: usize,
+    i: usize,
 }
 
 /// A map from `u64` addresses to `V`, iterated in address order.
@@ -47,6 +58,16 @@ impl<V: Copy> AddrMap<V> {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.runs.clear();
+        self.firsts.clear();
+        self.len = 0;
     }
 
     /// The run that holds `key` if anything does: the last run starting at or before it.
@@ -98,34 +119,120 @@ impl<V: Copy> AddrMap<V> {
             *f = (*f).min(key);
         }
         self.len += 1;
-        if run.keys.len() > CHUNK {
-            let keys = run.keys.split_off(CHUNK / 2);
-            let vals = run.vals.split_off(CHUNK / 2);
-            self.firsts
-                .insert(r + 1, keys.first().copied().unwrap_or(key));
+        self.split_if_full(r);
+        None
+    }
+
+    /// Splits run `r` in two halves if it grew past [`CHUNK`]; whether it did.
+    fn split_if_full(&mut self, r: usize) -> bool {
+        let Some(run) = self.runs.get_mut(r).filter(|run| run.keys.len() > CHUNK) else {
+            return false;
+        };
+        let keys = run.keys.split_off(CHUNK / 2);
+        let vals = run.vals.split_off(CHUNK / 2);
+        if let Some(&f) = keys.first() {
+            self.firsts.insert(r + 1, f);
             self.runs.insert(r + 1, Run { keys, vals });
         }
-        None
+        true
     }
 
     pub fn remove(&mut self, key: &u64) -> Option<V> {
         let (r, i) = self.find(*key)?;
-        let run = self.runs.get_mut(r)?;
-        run.keys.remove(i);
-        let v = run.vals.remove(i);
+        self.remove_at(Pos { r, i })
+    }
+
+    /// Position of `key`.
+    pub fn pos_of(&self, key: u64) -> Option<Pos> {
+        let (r, i) = self.find(key)?;
+        Some(Pos { r, i })
+    }
+
+    /// Position of the entry with the greatest key at or below `key`.
+    pub fn pos_at_or_before(&self, key: u64) -> Option<Pos> {
+        let (r, i) = self.pred(key, true)?;
+        Some(Pos { r, i })
+    }
+
+    /// The entry at `p`.
+    pub fn at(&self, p: Pos) -> Option<(u64, &V)> {
+        let run = self.runs.get(p.r)?;
+        Some((*run.keys.get(p.i)?, run.vals.get(p.i)?))
+    }
+
+    /// The value at `p`, mutable (its key stays).
+    pub fn at_mut(&mut self, p: Pos) -> Option<&mut V> {
+        self.runs.get_mut(p.r)?.vals.get_mut(p.i)
+    }
+
+    /// The entry after `p`, and its position.
+    pub fn next(&self, p: Pos) -> Option<(Pos, u64, &V)> {
+        let q = if p.i + 1 < self.runs.get(p.r)?.keys.len() {
+            Pos { r: p.r, i: p.i + 1 }
+        } else {
+            Pos { r: p.r + 1, i: 0 }
+        };
+        let (k, v) = self.at(q)?;
+        Some((q, k, v))
+    }
+
+    /// The entry before `p`, and its position.
+    pub fn prev(&self, p: Pos) -> Option<(Pos, u64, &V)> {
+        let q = match p.i.checked_sub(1) {
+            Some(i) => Pos { r: p.r, i },
+            None => {
+                let r = p.r.checked_sub(1)?;
+                Pos {
+                    r,
+                    i: self.runs.get(r)?.keys.len().checked_sub(1)?,
+                }
+            }
+        };
+        let (k, v) = self.at(q)?;
+        Some((q, k, v))
+    }
+
+    /// Removes the entry at `p`. Positions before `p` stay valid.
+    pub fn remove_at(&mut self, p: Pos) -> Option<V> {
+        let run = self.runs.get_mut(p.r)?;
+        if p.i >= run.keys.len() {
+            return None;
+        }
+        run.keys.remove(p.i);
+        let v = run.vals.remove(p.i);
         self.len -= 1;
         match run.keys.first() {
             None => {
-                self.runs.remove(r);
-                self.firsts.remove(r);
+                self.runs.remove(p.r);
+                self.firsts.remove(p.r);
             }
             Some(&f) => {
-                if let Some(x) = self.firsts.get_mut(r) {
+                if let Some(x) = self.firsts.get_mut(p.r) {
                     *x = f;
                 }
             }
         }
         Some(v)
+    }
+
+    /// Inserts `v` at `key`, which must lie strictly between the key at `p` and the next one;
+    /// returns its position (every other position may have moved).
+    pub fn insert_after(&mut self, p: Pos, key: u64, v: V) -> Option<Pos> {
+        let run = self.runs.get_mut(p.r)?;
+        let i = p.i + 1;
+        if i > run.keys.len() {
+            return None;
+        }
+        run.keys.insert(i, key);
+        run.vals.insert(i, v);
+        self.len += 1;
+        if !self.split_if_full(p.r) {
+            return Some(Pos { r: p.r, i });
+        }
+        Some(match i.checked_sub(CHUNK / 2) {
+            Some(j) => Pos { r: p.r + 1, i: j },
+            None => Pos { r: p.r, i },
+        })
     }
 
     /// (run, index) of the last entry whose key is below `key` (`inclusive`: at most `key`).
@@ -149,13 +256,6 @@ impl<V: Copy> AddrMap<V> {
         let (r, i) = self.pred(key, false)?;
         let run = self.runs.get(r)?;
         Some((*run.keys.get(i)?, run.vals.get(i)?))
-    }
-
-    /// The same, mutable.
-    pub fn before_mut(&mut self, key: u64) -> Option<(u64, &mut V)> {
-        let (r, i) = self.pred(key, false)?;
-        let run = self.runs.get_mut(r)?;
-        Some((*run.keys.get(i)?, run.vals.get_mut(i)?))
     }
 
     /// The entry with the greatest key at or below `key` (`range(..=key).next_back()`).
@@ -232,9 +332,30 @@ mod tests {
         let mut b: BTreeMap<u64, u32> = BTreeMap::new();
         for step in 0..200_000u32 {
             let k = next() % 3000;
-            match next() % 4 {
+            match next() % 5 {
                 0 | 1 => assert_eq!(a.insert(k, step), b.insert(k, step)),
                 2 => assert_eq!(a.remove(&k), b.remove(&k)),
+                3 => {
+                    // Positions: neighbours, and edits next to a found entry.
+                    let Some(p) = a.pos_of(k) else {
+                        assert!(!b.contains_key(&k));
+                        continue;
+                    };
+                    let after = b.range(k + 1..).next().map(|(&k, &v)| (k, v));
+                    let before = b.range(..k).next_back().map(|(&k, &v)| (k, v));
+                    assert_eq!(a.next(p).map(|(_, k, v)| (k, *v)), after);
+                    assert_eq!(a.prev(p).map(|(_, k, v)| (k, *v)), before);
+                    if next() % 2 == 0 {
+                        assert_eq!(a.remove_at(p), b.remove(&k));
+                    } else if after.is_none_or(|(n, _)| n > k + 1) {
+                        let q = a.insert_after(p, k + 1, step);
+                        b.insert(k + 1, step);
+                        assert_eq!(
+                            q.and_then(|q| a.at(q)).map(|(k, v)| (k, *v)),
+                            Some((k + 1, step))
+                        );
+                    }
+                }
                 _ => {
                     assert_eq!(a.get(&k), b.get(&k));
                     assert_eq!(a.before(k), b.range(..k).next_back().map(|(&k, v)| (k, v)));

@@ -7,7 +7,7 @@
 //! did through [`Record`]: into [`Ops`] for a history, nowhere ([`NoOps`]) for
 //! [`super::SampledStates`], which keeps only a few states.
 
-use super::live::{Blk, RangeFlags, State, Watch};
+use super::live::{free_before, Blk, RangeFlags, State, Watch};
 use super::{
     AllocatorHistory, Checkpoint, Diagnostics, Issue, IssueKind, OpKind, Ops, SegmentKind,
     SegmentMeta,
@@ -123,32 +123,33 @@ impl<'a> Inputs<'a> {
         // allocated until free_completed; with them, a free_completed whose request is not in
         // the trace was requested before it.
         let has_requests = actions.contains(&Action::FreeRequested);
-        let mut links: Vec<FreeLink> = replay
-            .allocations
+        // The allocation each free event closes (index + 1; 0: none), filled in table order so
+        // that of two allocations claiming one free (never expected) the later wins; read in
+        // event order, which gives the links sorted without a sort.
+        let mut freed_by: Vec<u32> = vec![0; n];
+        for (k, a) in replay.allocations.iter().enumerate() {
+            if let Some(slot) = a.free_event.and_then(|f| freed_by.get_mut(f as usize)) {
+                *slot = k as u32 + 1;
+            }
+        }
+        let links: Vec<FreeLink> = freed_by
             .iter()
-            .filter_map(|a| {
-                let free = a.free_event.filter(|&f| (f as usize) < n)?;
+            .enumerate()
+            .filter_map(|(event, &k)| {
+                let a = replay.allocations.get(k.checked_sub(1)? as usize)?;
                 let pending = match a.alloc_event {
                     Some(_) => a.free_requested_event.is_some(),
                     None => a.free_requested_event.is_some() || has_requests,
                 };
                 Some(FreeLink {
-                    event: free,
+                    event: event as u32,
                     alloc_event: a.alloc_event,
                     stack: a.stack,
                     pending,
                 })
             })
             .collect();
-        // Stable: of two allocations claiming one free (never expected), the later wins.
-        links.sort_by_key(|l| l.event);
-        let mut dedup: Vec<FreeLink> = Vec::with_capacity(links.len());
-        for l in links {
-            match dedup.last_mut() {
-                Some(last) if last.event == l.event => *last = l,
-                _ => dedup.push(l),
-            }
-        }
+        drop(freed_by);
         // Segments: segment_free takes the stack of its segment_alloc (paired by address).
         let mut open_segment: FxHashMap<u64, u32> = FxHashMap::default();
         let mut segment_stacks = Vec::new();
@@ -170,8 +171,8 @@ impl<'a> Inputs<'a> {
             addr,
             requested,
             stack,
-            cursor: dedup.len(),
-            links: dedup,
+            cursor: links.len(),
+            links,
             segment_stacks,
         }
     }
@@ -790,11 +791,9 @@ impl<R: Record> Builder<'_, R> {
 
     fn undo_alloc(&mut self, st: &mut State, i: usize, addr: u64, req: u64) {
         let ev = i as u32;
-        let Some(mut blk) = st
-            .blocks
-            .get(&addr)
-            .copied()
-            .filter(|b| b.state.is_active())
+        let Some(nb) = st
+            .block_and_neighbours(addr)
+            .filter(|n| n.at.state.is_active())
         else {
             match st.del_orphan(addr) {
                 Some(o) => self.record_block(i, OpKind::Alloc, &o, Ops::ORPHAN),
@@ -805,12 +804,16 @@ impl<R: Record> Builder<'_, R> {
         let seg = st
             .seg_containing(addr)
             .map(|(a, g)| (a, a + g.size, g.meta));
+        let mut blk = nb.at;
         let end = addr + blk.size;
-        let next_free = st
-            .blocks
-            .get(&end)
-            .filter(|n| n.state == BlockState::Inactive && seg.is_some_and(|(_, s1, _)| end < s1))
-            .map(|n| n.size);
+        let next_free = nb
+            .after
+            .filter(|(a, n)| {
+                *a == end
+                    && n.state == BlockState::Inactive
+                    && seg.is_some_and(|(_, s1, _)| end < s1)
+            })
+            .map(|(_, n)| n.size);
         let meta = seg.map(|(_, _, m)| m);
         // An inferred block with free space behind it that nothing used while it lived: if torch
         // would not have split that remainder off, the block owned it (see the module docs).
@@ -852,7 +855,7 @@ impl<R: Record> Builder<'_, R> {
         // The merges its release makes (the block behind it is `next_free` unless it grew).
         let (left, right) = match seg {
             Some((s0, s1, _)) => (
-                st.free_left_in(addr, s0),
+                free_before(nb.before, addr, s0),
                 if grown {
                     st.free_right_in(addr + blk.size, s1)
                 } else {

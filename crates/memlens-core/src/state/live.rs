@@ -6,7 +6,7 @@
 //! build pass and every later seek use the same primitives with the same recorded arguments, which
 //! is what makes replaying forward and backward land on identical states.
 
-use super::addr_map::AddrMap;
+use super::addr_map::{AddrMap, Pos};
 use super::{BlockView, SegmentKind, SegmentMeta, SegmentView};
 use crate::model::BlockState;
 use crate::trace::StackId;
@@ -99,6 +99,14 @@ pub(crate) struct Watch {
     pub hole_end: u64,
 }
 
+/// A block and the blocks on either side of it in address order ([`State::block_and_neighbours`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Neighbours {
+    pub before: Option<(u64, Blk)>,
+    pub at: Blk,
+    pub after: Option<(u64, Blk)>,
+}
+
 /// Geometry of a range added to or removed from the segments (see [`State::add_range`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct RangeFlags {
@@ -130,7 +138,7 @@ pub struct State {
     pub(crate) derived: bool,
     /// Build pass only: inferred blocks whose unsplit remainder is still undecided, by the
     /// address right after them (see [`Watch`]).
-    pub(crate) watch: BTreeMap<u64, Watch>,
+    pub(crate) watch: AddrMap<Watch>,
     /// Set by a seek when the event at this position is an `oom`.
     pub(crate) oom: Option<(u64, Option<u64>)>,
 }
@@ -156,7 +164,7 @@ impl State {
             sums: Sums::default(),
             free_sizes: BTreeMap::new(),
             derived: false,
-            watch: BTreeMap::new(),
+            watch: AddrMap::new(),
             oom: None,
         }
     }
@@ -195,7 +203,7 @@ impl State {
         if self.watch.is_empty() {
             return;
         }
-        if let Some((_, w)) = self.watch.range_mut(..=addr).next_back() {
+        if let Some((_, w)) = self.watch.at_or_before_mut(addr) {
             w.limit = w.limit.min(addr);
         }
     }
@@ -361,11 +369,13 @@ impl State {
     /// split around it. Returns whether free space is left before and after it; `None` (and no
     /// change) when there is no inactive block holding the whole range.
     pub(crate) fn carve(&mut self, addr: u64, b: Blk) -> Option<(bool, bool)> {
-        // The hole is changed in place (its left part, or `b` itself): one search fewer.
-        let (r0, cur) = self.blocks.at_or_before_mut(addr)?;
-        let end = r0 + cur.size;
-        if addr - r0 >= cur.size
-            || cur.state != BlockState::Inactive
+        // One search: the hole is changed in place (to its left part, or to `b` itself) and
+        // the rest is inserted right after it.
+        let p = self.blocks.pos_at_or_before(addr)?;
+        let (r0, &hole) = self.blocks.at(p)?;
+        let end = r0 + hole.size;
+        if addr - r0 >= hole.size
+            || hole.state != BlockState::Inactive
             || b.size == 0
             || addr.checked_add(b.size)? > end
         {
@@ -374,14 +384,8 @@ impl State {
         let left = r0 < addr;
         let right = addr + b.size < end;
         let here = if left { Blk::free(addr - r0) } else { b };
-        let hole = std::mem::replace(cur, here);
-        account(
-            &mut self.sums,
-            &mut self.free_sizes,
-            self.derived,
-            &hole,
-            false,
-        );
+        *self.blocks.at_mut(p)? = here;
+        self.unaccount(&hole);
         account(
             &mut self.sums,
             &mut self.free_sizes,
@@ -390,14 +394,43 @@ impl State {
             true,
         );
         self.touch(addr);
+        let mut q = p;
         if left {
-            self.add_blk(addr, b);
+            q = self.add_blk_after(p, addr, b);
         }
         if right {
-            self.add_blk(addr + b.size, Blk::free(end - addr - b.size));
+            self.add_blk_after(q, addr + b.size, Blk::free(end - addr - b.size));
         }
         self.refresh_seg_at(addr);
         Some((left, right))
+    }
+
+    /// [`State::add_blk`] for an address right after the block at `p` (no search); its position.
+    fn add_blk_after(&mut self, p: Pos, addr: u64, b: Blk) -> Pos {
+        match self.blocks.insert_after(p, addr, b) {
+            Some(q) => {
+                account(&mut self.sums, &mut self.free_sizes, self.derived, &b, true);
+                q
+            }
+            // Never expected (`p` is a block of this map): the searching insert.
+            None => {
+                self.add_blk(addr, b);
+                self.blocks.pos_of(addr).unwrap_or(p)
+            }
+        }
+    }
+
+    /// The block at `addr` with the blocks right before and right after it in address order
+    /// (adjacent to it or not), found by one search.
+    pub(crate) fn block_and_neighbours(&self, addr: u64) -> Option<Neighbours> {
+        let p = self.blocks.pos_of(addr)?;
+        let (_, &at) = self.blocks.at(p)?;
+        let copy = |(_, a, b): (Pos, u64, &Blk)| (a, *b);
+        Some(Neighbours {
+            before: self.blocks.prev(p).map(copy),
+            at,
+            after: self.blocks.next(p).map(copy),
+        })
     }
 
     /// Whether the block at `addr` (of `size` bytes) has an inactive neighbour in its segment
@@ -414,12 +447,9 @@ impl State {
     }
 
     /// Whether an inactive block of the segment starting at `s0` ends at `addr`.
+    #[cfg(test)]
     pub(crate) fn free_left_in(&self, addr: u64, s0: u64) -> bool {
-        addr > s0
-            && self
-                .blocks
-                .before(addr)
-                .is_some_and(|(a, b)| a + b.size == addr && b.state == BlockState::Inactive)
+        free_before(self.blocks.before(addr).map(|(a, b)| (a, *b)), addr, s0)
     }
 
     /// Whether an inactive block of the segment ending at `s1` starts at `end`.
@@ -434,43 +464,62 @@ impl State {
     /// Makes the block at `addr` inactive and merges it with its left / right neighbour as told.
     /// Returns the block as it was.
     pub(crate) fn release(&mut self, addr: u64, left: bool, right: bool) -> Option<Blk> {
-        let b = self.del_blk(addr)?;
+        // One search: the neighbours are the entries next to it.
+        let p = self.blocks.pos_of(addr)?;
+        let (_, &b) = self.blocks.at(p)?;
+        self.unaccount(&b);
         self.touch(addr);
         let mut size = b.size;
         if right {
             let next = addr + b.size;
-            if self
-                .blocks
-                .get(&next)
-                .is_some_and(|n| n.state == BlockState::Inactive)
-            {
-                if let Some(n) = self.blocks.remove(&next) {
-                    account(
-                        &mut self.sums,
-                        &mut self.free_sizes,
-                        self.derived,
-                        &n,
-                        false,
-                    );
-                    size += n.size;
-                }
+            let merge = match self.blocks.next(p) {
+                Some((q, k, n)) if k == next && n.state == BlockState::Inactive => Some((q, *n)),
+                _ => None,
+            };
+            // Removing the entry after `p` leaves `p` where it is.
+            if let Some((q, n)) = merge {
+                self.blocks.remove_at(q);
+                self.unaccount(&n);
+                size += n.size;
             }
         }
         // Merged into the free block on the left in place, else a free block of its own.
         let mut start = addr;
-        let merged = left
-            && match self.blocks.before_mut(addr) {
-                Some((pa, p)) if pa + p.size == addr && p.state == BlockState::Inactive => {
-                    account(&mut self.sums, &mut self.free_sizes, self.derived, p, false);
-                    p.size += size;
-                    account(&mut self.sums, &mut self.free_sizes, self.derived, p, true);
-                    start = pa;
-                    true
+        let before = match self.blocks.prev(p) {
+            Some((q, pa, prev)) if left && pa + prev.size == addr => Some((q, pa, *prev)),
+            _ => None,
+        };
+        match before.filter(|(_, _, prev)| prev.state == BlockState::Inactive) {
+            Some((q, pa, prev)) => {
+                let mut grown = prev;
+                grown.size += size;
+                if let Some(x) = self.blocks.at_mut(q) {
+                    *x = grown;
                 }
-                _ => false,
-            };
-        if !merged {
-            self.add_blk(addr, Blk::free(size));
+                self.unaccount(&prev);
+                account(
+                    &mut self.sums,
+                    &mut self.free_sizes,
+                    self.derived,
+                    &grown,
+                    true,
+                );
+                self.blocks.remove_at(p);
+                start = pa;
+            }
+            None => {
+                let free = Blk::free(size);
+                if let Some(x) = self.blocks.at_mut(p) {
+                    *x = free;
+                }
+                account(
+                    &mut self.sums,
+                    &mut self.free_sizes,
+                    self.derived,
+                    &free,
+                    true,
+                );
+            }
         }
         self.refresh_seg_at(start);
         Some(b)
@@ -634,6 +683,12 @@ impl State {
     pub fn counts(&self) -> (usize, usize) {
         (self.segs.len(), self.blocks.len())
     }
+}
+
+/// Whether `before`, the block before `addr`, is inactive and ends at `addr` inside the segment
+/// starting at `s0`.
+pub(crate) fn free_before(before: Option<(u64, Blk)>, addr: u64, s0: u64) -> bool {
+    addr > s0 && before.is_some_and(|(a, b)| a + b.size == addr && b.state == BlockState::Inactive)
 }
 
 /// Adds `b` to (or, with `add` false, removes it from) the running sums and, when `derived`,

@@ -50,8 +50,13 @@ impl SampledStates {
         wanted.dedup();
         let mut kept: Vec<Checkpoint> = Vec::with_capacity(wanted.len());
         kept.push(Checkpoint::of(&pass.st));
+        // The pass visits falling positions: `next` counts the wanted ones not yet passed.
+        let mut next = wanted.len();
         let passed: Passed<NoOps> = pass.run(|st| {
-            if wanted.binary_search(&st.pos).is_ok() {
+            while next > 0 && wanted[next - 1] > st.pos {
+                next -= 1;
+            }
+            if next > 0 && wanted[next - 1] == st.pos {
                 kept.push(Checkpoint::of(st));
             }
         });
