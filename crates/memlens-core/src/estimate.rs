@@ -79,9 +79,64 @@ impl SizeEstimate {
     }
 }
 
+/// What the estimate's memory for the rest of the file is multiplied by. Made from the first
+/// half of each real snapshot with the costlier half's rates, the estimate is 0.50-1.46 of the
+/// whole decode's count (crates/memlens-core/tests/estimate.rs: a trace's later entries can
+/// bring new, deeper stacks the head never saw); twice that is never under it.
+pub const MARGIN: f64 = 2.0;
+
+/// One stretch of the head: its entries and what they took per entry.
+#[derive(Clone, Copy)]
+struct Rates {
+    /// Input bytes per entry.
+    bytes: f64,
+    /// Decoder memory per entry, and the memo slots' part of it.
+    held: f64,
+    memo: f64,
+}
+
+impl Rates {
+    fn zero() -> Rates {
+        Rates {
+            bytes: 1.0,
+            held: 0.0,
+            memo: 0.0,
+        }
+    }
+
+    /// Between two marks (`None` when no entry or byte came between them).
+    fn between(a: &Mark, b: &Mark) -> Option<Rates> {
+        if b.entries <= a.entries || b.bytes_read <= a.bytes_read {
+            return None;
+        }
+        let n = (b.entries - a.entries) as f64;
+        let held = b.held_bytes.saturating_sub(a.held_bytes) as f64 / n;
+        Some(Rates {
+            bytes: (b.bytes_read - a.bytes_read) as f64 / n,
+            held,
+            memo: (b.memo_bytes.saturating_sub(a.memo_bytes) as f64 / n).min(held),
+        })
+    }
+
+    /// The costlier reading of two stretches: the fewer input bytes an entry (more entries
+    /// in the rest of the file) and the more memory an entry.
+    fn worst(self, o: Rates) -> Rates {
+        Rates {
+            bytes: self.bytes.min(o.bytes),
+            held: self.held.max(o.held),
+            memo: self.memo.max(o.memo),
+        }
+    }
+}
+
 /// The whole decode of a file of `file_bytes` bytes from its head: `None` until entries were
 /// read after [`HeadShape::trace_start`] (nothing yet says what the rest costs), unless the
 /// whole file was read.
+///
+/// It errs high, the safe side for a limit: the rest of the file is taken to cost what the
+/// costlier half of the trace read so far did (from [`HeadShape::trace_start`] to
+/// [`HeadShape::rate_from`], and from there on; each the worse of input bytes and memory per
+/// entry), and its held bytes are multiplied by [`MARGIN`].
 pub fn estimate(file_bytes: u64, head: &HeadShape) -> Option<SizeEstimate> {
     let rest_bytes = file_bytes.saturating_sub(head.bytes_read);
     let now = Mark {
@@ -91,23 +146,25 @@ pub fn estimate(file_bytes: u64, head: &HeadShape) -> Option<SizeEstimate> {
         memo_bytes: head.memo_bytes,
     };
     let from = head.rate_from.or(head.trace_start);
-    let m = match from {
-        Some(m) if head.entries > m.entries && head.bytes_read > m.bytes_read => m,
-        _ if rest_bytes == 0 => now,
-        _ => return None,
+    let (m, rates) = match from.and_then(|m| Some((m, Rates::between(&m, &now)?))) {
+        Some((m, late)) => {
+            let early = head
+                .trace_start
+                .zip(head.rate_from)
+                .and_then(|(a, b)| Rates::between(&a, &b));
+            (m, early.map_or(late, |e| e.worst(late)))
+        }
+        None if rest_bytes == 0 => (now, Rates::zero()),
+        None => return None,
     };
-    let n = (head.entries - m.entries).max(1) as f64;
-    let per_entry = head.held_bytes.saturating_sub(m.held_bytes) as f64 / n;
-    let memo_per_entry = (head.memo_bytes.saturating_sub(m.memo_bytes) as f64 / n).min(per_entry);
-    let trace_bytes = head.bytes_read.saturating_sub(m.bytes_read).max(1) as f64;
-    let rest_entries = (rest_bytes as f64 * n / trace_bytes).ceil();
+    let rest_entries = (rest_bytes as f64 / rates.bytes.max(1.0)).ceil();
     // What came before the trace: the held bytes less the entries' share.
-    let before = (m.held_bytes as f64 - m.entries as f64 * per_entry).max(0.0);
+    let before = (m.held_bytes as f64 - m.entries as f64 * rates.held).max(0.0);
     Some(SizeEstimate {
         entries: head.entries + rest_entries as u64,
-        held_bytes: head.held_bytes + (rest_entries * per_entry).ceil() as u64,
-        per_entry_bytes: per_entry,
-        memo_per_entry_bytes: memo_per_entry,
+        held_bytes: head.held_bytes + (rest_entries * rates.held * MARGIN).ceil() as u64,
+        per_entry_bytes: rates.held * MARGIN,
+        memo_per_entry_bytes: rates.memo * MARGIN,
         before_bytes: before as u64,
     })
 }
@@ -149,13 +206,46 @@ mod tests {
         };
         // 9.9 MB left at 100 B an entry: 99 000 more entries
         assert_eq!(e.entries, 100_000);
-        assert_eq!(e.held_bytes, 2_050_000 + 99_000 * 50);
-        // a part: 2 MB before, 10 B of memo for each of the 100 000, 2 x 40 B a kept row
-        assert_eq!(e.part_bytes(1000, 0), 2_000_000 + 1_000_000 + 80_000);
-        assert_eq!(e.entries_within(3_080_000, 0), Some(1000));
-        assert_eq!(e.entries_within(2_500_000, 0), None);
+        assert_eq!(e.held_bytes, 2_050_000 + 99_000 * 50 * 2);
+        // a part: 2 MB before, 2 x 10 B of memo for each of the 100 000, 2 x 2 x 40 B a kept row
+        assert_eq!(e.part_bytes(1000, 0), 2_000_000 + 2_000_000 + 160_000);
+        assert_eq!(e.entries_within(4_160_000, 0), Some(1000));
+        assert_eq!(e.entries_within(3_500_000, 0), None);
         // more room than entries: all of them
         assert_eq!(e.entries_within(100_000_000_000, 0), Some(100_000));
+    }
+
+    #[test]
+    fn the_costlier_half_of_the_head_is_taken_for_the_rest() {
+        // the trace's first 500 entries: 200 B of input and 80 B held each; the next 500:
+        // 100 B of input and 50 B held each
+        let start = Mark {
+            bytes_read: 1_000_000,
+            entries: 0,
+            held_bytes: 2_000_000,
+            memo_bytes: 0,
+        };
+        let half = Mark {
+            bytes_read: 1_100_000,
+            entries: 500,
+            held_bytes: 2_040_000,
+            memo_bytes: 0,
+        };
+        let h = HeadShape {
+            bytes_read: 1_150_000,
+            entries: 1000,
+            held_bytes: 2_065_000,
+            memo_bytes: 0,
+            trace_start: Some(start),
+            rate_from: Some(half),
+        };
+        let Some(e) = estimate(11_150_000, &h) else {
+            panic!("no estimate")
+        };
+        // the rest at the later half's 100 B an entry (more entries), each holding the first
+        // half's 80 B, twice over
+        assert_eq!(e.entries, 1000 + 100_000);
+        assert_eq!(e.held_bytes, 2_065_000 + 100_000 * 80 * 2);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The size estimate (`estimate`), made from the first part of each real snapshot whose trace
 //! is long enough, against what decoding the whole file counts: the entries, and the decoder's
 //! held bytes (`Loader::head_shape` once every byte is in, the count the page compares with its
-//! limit). Where the trace is alike throughout (most files) it is close; where the first half
-//! of the entries carries deeper stacks than the rest (cranberrii: 76 % of the trace's bytes in
-//! its first half of entries), or where new stacks are most of what a small file holds
-//! (kkaitlyn111 2.7b: ~150 B held an entry), it errs low, by up to half. In a file of GBs the
-//! head is a small and the columns and memo a large part, but the worker's limit still leaves
-//! room for that (web/src/worker/limit.rs).
+//! limit). Its held bytes err high, the side a limit needs (`estimate::MARGIN`), on every file
+//! but one: kkaitlyn111 ctx512, whose last 30 % of entries bring ~5x the memory per entry of
+//! all before them (a burst of new, deep stacks: 460 KB held from 130 KB of input), which no
+//! head foretells (0.63 of the count; 0.50 without the margin). Its entries are close where the
+//! trace is alike throughout (most files); where the first half of the entries carries deeper
+//! stacks than the rest (cranberrii: 76 % of the trace's bytes in its first half of entries) it
+//! counts too few, and where the later half's are shallower (kkaitlyn111 2.7b) too many.
 
 use memlens_core::estimate::{estimate, SizeEstimate};
 use memlens_core::Loader;
@@ -57,13 +58,10 @@ fn the_head_of_each_real_snapshot_foretells_its_size() {
             bytes.len()
         );
         assert!(
-            (0.5..=1.5).contains(&e_ratio),
+            (0.5..=1.8).contains(&e_ratio),
             "{name}: entries x{e_ratio:.3}"
         );
-        assert!(
-            (0.45..=1.6).contains(&h_ratio),
-            "{name}: held x{h_ratio:.3}"
-        );
+        assert!((0.6..=2.5).contains(&h_ratio), "{name}: held x{h_ratio:.3}");
         ratios.push(h_ratio);
     }
     if !files.is_empty() {
@@ -72,8 +70,13 @@ fn the_head_of_each_real_snapshot_foretells_its_size() {
             "only {} snapshots with long traces",
             ratios.len()
         );
+        let under = ratios.iter().filter(|&&r| r < 1.0).count();
+        assert!(
+            under <= 1,
+            "{under} held estimates under the count: {ratios:?}"
+        );
         ratios.sort_by(f64::total_cmp);
         let median = ratios[ratios.len() / 2];
-        assert!((0.85..=1.15).contains(&median), "median held x{median:.3}");
+        assert!((1.2..=2.0).contains(&median), "median held x{median:.3}");
     }
 }

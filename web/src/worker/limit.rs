@@ -3,18 +3,21 @@
 //! So, once the first chunks of a pickle hold [`HEAD_ENTRIES`] trace entries past the chunk
 //! the trace began in, `memlens_core::estimate` foretells what the whole file's decode holds;
 //! past the limit, the file is refused with what fits of it ([`TooLarge`]: the page offers its
-//! last events, opened with `range::PartLoader`). A part, a gzip file (whose size says nothing)
-//! and JSON/HTML (read whole, small) are not checked.
+//! last events, opened with `range::PartLoader`). A gzip file is checked against the
+//! decompressed size its first chunks foretell (`crate::worker::gunzip::uncompressed_bytes`). A
+//! part and JSON/HTML (read whole, small) are not checked.
 
 use crate::wire::protocol::TooLarge;
 use memlens_core::estimate::{estimate, HeadShape};
 use memlens_core::raw::DROP_EVERY_ROWS;
 
-/// Decoder memory (`memlens_core::estimate`'s count) past which a whole file is refused. On the
-/// synth training 1 GB file the count is 238.5 MB and the worker's wasm memory once the model
-/// was built 383 MB (docs/BENCHMARKS.md: 1.61x), so 2 GB of count is ~3.2 GB of wasm memory,
-/// leaving ~1 GB of the 4 GiB for the layouts and the history built after. Not yet checked by
-/// opening 4-8 GB files (docs/BENCHMARKS.md, "Any size").
+/// Decoder memory (`memlens_core::estimate`'s count, which doubles what the head says of the
+/// rest: `estimate::MARGIN`) past which a whole file is refused. Measured on synth training
+/// files with the check off (docs/BENCHMARKS.md, "Any size"): 4 GB (count 954 MB) painted with
+/// 2.0-2.2 GB of worker wasm memory, 6 GB (count 1430 MB) with 2.5 GB, and 8 GB (count 1907
+/// MB) killed the worker. So a steady trace is refused from ~1 GB of count (4 GB opens whole,
+/// 6 and 8 GB are refused with an offer), which leaves the 4 GiB room for the layouts and the
+/// history built after the first paint.
 pub const LIMIT_BYTES: f64 = 2.0e9;
 
 /// Entries read past the trace's first chunk before the estimate is trusted.
