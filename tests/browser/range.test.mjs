@@ -8,7 +8,8 @@
 // `#range=last:2000` gives the CLI's numbers without the whole trace's columns in the worker's
 // memory. A file whose first chunks foretell a decode past the worker's limit (lowered by the
 // page's `?limit_mb=` test hook) is refused with a prompt offering its last N events (as many
-// as fit); choosing them opens that part with `memlens stats --last N`'s numbers.
+// as fit); choosing them opens that part with `memlens stats --last N`'s numbers. The same
+// file gzipped is refused the same way, on the decompressed size its first chunks foretell.
 //
 // Run: (cd tests/browser && node --test --test-concurrency=1 range.test.mjs) after
 // `scripts/serve.sh --build`. Env: MEMLENS_BIN (default: <target>/release/memlens, `cargo build
@@ -19,6 +20,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
+import zlib from 'node:zlib';
 import { openViewer, watchPage, waitShown, statsJson, memlens, skipOrFail, SNAPS } from './harness.mjs';
 
 const REAL = 'Wedsonlin__assignment2-systems__results_medium_1024_training_memory_snapshot.pickle';
@@ -105,24 +107,26 @@ test('#range=last:N keeps only N rows while decoding: same numbers, less worker 
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
-test('a file past the size limit is refused at once with an offer; its last N events open with the CLI\'s numbers', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-limit-'));
-  const file = path.join(dir, 'big.pickle');
-  memlens(['synth', '-q', '--workload', 'training', '--events', '400000', '--seed', '4', '-o', file]);
-  // the page's test hook lowers the limit from ~2 GB of decoder memory to 12 MB
+/** Opens `file` (the snapshot `plain`, or it gzipped) under ?limit_mb=24: refused with an offer,
+ *  whose last N events then open with `memlens stats --last N`'s numbers of `plain`; the
+ *  estimate of the prompt. */
+async function refusedThenPart(file, plain) {
+  const name = path.basename(file);
+  // the page's test hook lowers the limit from ~2 GB of decoder memory to 24 MB
   const page = await viewer.context.newPage();
   watchPage(page, pageErrors);
-  await page.goto(`${viewer.base}?limit_mb=12`);
+  await page.goto(`${viewer.base}?limit_mb=24`);
   await page.waitForSelector('#memlens[data-state=empty]');
   const t0 = Date.now();
   await page.setInputFiles('[data-testid=file-input]', file);
   const prompt = await page.waitForSelector('[data-testid=too-large]', { timeout: 60000 });
   const text = await prompt.textContent();
-  assert.match(text, /big\.pickle \(.*\) is too large to open whole here/, text);
+  assert.ok(text.includes(`${name} (`) && text.includes('is too large to open whole here'), text);
   const fits = Number(await prompt.getAttribute('data-last-fits'));
   const estimated = Number(await prompt.getAttribute('data-estimated-bytes'));
-  assert.ok(estimated > 12e6, `estimated ${estimated} B`);
-  assert.ok(fits > 0 && fits < 400000, `${fits} events fit`);
+  if (process.env.MEMLENS_E2E_VERBOSE) console.log(`${name}: estimated ${estimated} B, ${fits} fit`);
+  assert.ok(estimated > 24e6, `${name}: estimated ${estimated} B`);
+  assert.ok(fits > 0 && fits < 400000, `${name}: ${fits} events fit`);
   assert.equal(Number(await page.inputValue('[data-testid=too-large-last]')), fits);
   // nothing left loading, no file shown, no error banner
   assert.equal(await page.$('[data-testid=error]'), null);
@@ -130,16 +134,29 @@ test('a file past the size limit is refused at once with an offer; its last N ev
   const n = Math.min(fits, 3000);
   await page.fill('[data-testid=too-large-last]', String(n));
   await page.click('[data-testid=open-last]');
-  await waitShown(page, 'big.pickle');
+  await waitShown(page, name);
   const ms = Date.now() - t0;
-  const want = statsJson('--last', String(n), file).devices[0];
+  const want = statsJson('--last', String(n), plain).devices[0];
   const got = await summary(page);
-  for (const k of METRICS) assert.equal(got[k], String(want[k]), `last:${n}: ${k}`);
+  for (const k of METRICS) assert.equal(got[k], String(want[k]), `${name} last:${n}: ${k}`);
   assert.equal(await page.textContent('[data-testid=range]'), `part: last:${n}`);
   assert.ok((await page.evaluate(() => location.hash)).includes(`range=${encodeURIComponent(`last:${n}`)}`));
   assert.equal(await page.$('[data-testid=too-large]'), null);
-  if (process.env.MEMLENS_E2E_VERBOSE) console.log(`refused (estimate ${estimated} B, ${fits} fit), last:${n} shown ${ms} ms after the drop`);
+  if (process.env.MEMLENS_E2E_VERBOSE) console.log(`${name} refused (estimate ${estimated} B, ${fits} fit), last:${n} shown ${ms} ms after the drop`);
   await page.close();
+  return estimated;
+}
+
+test('a file past the size limit is refused at once with an offer; its last N events open with the CLI\'s numbers; gzipped, the same', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-limit-'));
+  const file = path.join(dir, 'big.pickle');
+  memlens(['synth', '-q', '--workload', 'training', '--events', '400000', '--seed', '4', '-o', file]);
+  const plain = await refusedThenPart(file, file);
+  // a .gz is checked on the decompressed size its first chunks foretell (erring high)
+  const gz = path.join(dir, 'big.pickle.gz');
+  fs.writeFileSync(gz, zlib.gzipSync(fs.readFileSync(file)));
+  const zipped = await refusedThenPart(gz, file);
+  assert.ok(zipped >= 0.9 * plain && zipped < 2 * plain, `estimate of the .gz ${zipped} B, of the pickle ${plain} B`);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -3,6 +3,13 @@
 //! (`Blob.slice`) are written into it by one task while the decompressed side is read here and
 //! handed on chunk by chunk, so neither the compressed nor the decompressed file is ever held
 //! whole, and progress counts compressed bytes (the file the user chose).
+//!
+//! The size check of `crate::worker::limit` needs the decompressed file's size, which a gzip
+//! file does not say reliably (its trailer keeps it modulo 2^32, of its last member only):
+//! [`uncompressed_bytes`] foretells it from the bytes decompressed so far against the
+//! compressed bytes that gave them. The compressed side is written in pieces of
+//! [`PIECE_BYTES`], each after the decompressor took the one before, so the bytes written are
+//! at most a few pieces ahead of those decompressed.
 
 use js_sys::{Reflect, Uint8Array};
 use std::cell::Cell;
@@ -17,6 +24,15 @@ use web_sys::{
 /// The first two bytes of every gzip member (RFC 1952).
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// Compressed bytes written into the decompressor at a time.
+pub const PIECE_BYTES: f64 = 16.0 * 1024.0;
+/// Pieces written that may not have given their bytes yet: one queued, one being decompressed,
+/// one whose output waits to be read.
+const PIECES_AHEAD: f64 = 3.0;
+/// The size is foretold once the compressed bytes taken as decompressed are at least this many
+/// times the pieces ahead (so the ratio errs high by at most a quarter).
+const AHEAD_SHARE: f64 = 4.0;
+
 /// Whether `blob` starts with gzip's magic bytes.
 pub async fn is_gzip(blob: &Blob) -> bool {
     let Ok(head) = blob.slice_with_f64_and_f64(0.0, 2.0) else {
@@ -26,6 +42,39 @@ pub async fn is_gzip(blob: &Blob) -> bool {
         Ok(ab) => Uint8Array::new(&ab).to_vec() == GZIP_MAGIC,
         Err(_) => false,
     }
+}
+
+/// The trailer's ISIZE: the (last member's) decompressed size modulo 2^32.
+pub async fn trailer_bytes(blob: &Blob) -> Option<f64> {
+    let total = blob.size();
+    let tail = blob.slice_with_f64_and_f64(total - 4.0, total).ok()?;
+    let ab = JsFuture::from(tail.array_buffer()).await.ok()?;
+    let b: [u8; 4] = Uint8Array::new(&ab).to_vec().try_into().ok()?;
+    Some(f64::from(u32::from_le_bytes(b)))
+}
+
+/// The whole file's decompressed size, foretold once `out_bytes` came from `written` of its
+/// `total` compressed bytes, erring high: the compressed bytes that gave them are taken as
+/// [`PIECES_AHEAD`] pieces fewer than those written, and it is at least the trailer's ISIZE
+/// (exact below 4 GiB in a one-member file). `None` until those are [`AHEAD_SHARE`] times the
+/// pieces ahead, unless the whole file was written.
+pub fn uncompressed_bytes(
+    out_bytes: f64,
+    written: f64,
+    total: f64,
+    trailer: Option<f64>,
+) -> Option<f64> {
+    let ahead = PIECES_AHEAD * PIECE_BYTES;
+    let consumed = written.min(total) - ahead;
+    if written < total && consumed < AHEAD_SHARE * ahead {
+        return None;
+    }
+    let by_ratio = if written >= total {
+        out_bytes
+    } else {
+        out_bytes * total / consumed
+    };
+    Some(by_ratio.max(trailer.unwrap_or(0.0)))
 }
 
 fn js_text(e: &JsValue) -> String {
@@ -120,14 +169,21 @@ async fn write_all(
                 return;
             }
         };
-        if JsFuture::from(writer.ready()).await.is_err() {
-            return; // the reading side stopped
+        let bytes = Uint8Array::new(&ab);
+        let mut from = 0u32;
+        while from < bytes.length() {
+            let to = bytes.length().min(from + PIECE_BYTES as u32);
+            if JsFuture::from(writer.ready()).await.is_err() {
+                return; // the reading side stopped
+            }
+            let w = writer.write_with_chunk(&bytes.subarray(from, to));
+            // Settles once the bytes are taken; a rejection only repeats the reading side's
+            // error.
+            IGNORE.with(|i| drop(w.catch(i)));
+            from = to;
+            written.set(at + f64::from(to));
         }
-        let w = writer.write_with_chunk(&Uint8Array::new(&ab));
-        // Settles once the bytes are taken; a rejection only repeats the reading side's error.
-        IGNORE.with(|i| drop(w.catch(i)));
         at = end;
-        written.set(at);
     }
     let c = writer.close();
     IGNORE.with(|i| drop(c.catch(i)));

@@ -372,7 +372,7 @@ async fn read_blob(
 ) -> Result<(Snapshot, u64), NotOpened> {
     let total = blob.size();
     if crate::worker::gunzip::is_gzip(blob).await {
-        return Ok(read_gzip(st, id, blob, part, partials).await?);
+        return read_gzip(st, id, blob, part, partials, limit_bytes).await;
     }
     let mut checking = part.is_none();
     let mut loader = PartLoader::new(Some(total as u64), part);
@@ -436,24 +436,43 @@ async fn read_blob(
 }
 
 /// [`read_blob`] for a gzip file: decompressed as it is read (`crate::worker::gunzip`), the
-/// progress in compressed bytes.
+/// progress in compressed bytes; the size check made on the decompressed size it foretells.
 async fn read_gzip(
     st: &Shared,
     id: u32,
     blob: &Blob,
     part: Option<EventRange>,
     mut partials: Partials,
-) -> Result<(Snapshot, u64), String> {
+    limit_bytes: f64,
+) -> Result<(Snapshot, u64), NotOpened> {
+    use crate::worker::gunzip::{gunzip_blob, trailer_bytes, uncompressed_bytes};
     let total = blob.size();
+    let trailer = trailer_bytes(blob).await;
+    let mut checking = part.is_none();
+    let mut refused = None;
     let mut loader = PartLoader::new(None, part);
     let mut buf: Vec<u8> = Vec::new();
     let mut posted = 0.0;
-    crate::worker::gunzip::gunzip_blob(blob, chunk_bytes(total), |arr, done| {
+    gunzip_blob(blob, chunk_bytes(total), |arr, done| {
         if is_cancelled(st, id) {
             return Ok(false);
         }
         push_js(&mut loader, &mut buf, arr)?;
-        if done > posted {
+        let out = loader.bytes_in() as f64;
+        if let (true, Some(whole)) = (checking, uncompressed_bytes(out, done, total, trailer)) {
+            match limit::check(whole, loader.head_shape(), limit_bytes) {
+                limit::Verdict::Undecided => {}
+                limit::Verdict::Fits => checking = false,
+                limit::Verdict::TooLarge(offer) => {
+                    refused = Some(TooLarge {
+                        file_bytes: total,
+                        ..offer
+                    });
+                    return Ok(false);
+                }
+            }
+        }
+        if done >= (posted + chunk_bytes(total)).min(total) && done > posted {
             posted = done;
             post(&FromWorker::Progress { id, done, total });
             partials.after_chunk(&mut loader, done, total);
@@ -461,8 +480,11 @@ async fn read_gzip(
         Ok(true)
     })
     .await?;
+    if let Some(offer) = refused {
+        return Err(NotOpened::TooLarge(offer));
+    }
     if is_cancelled(st, id) {
-        return Err("cancelled".into());
+        return Err(NotOpened::Failed("cancelled".into()));
     }
     Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
 }
