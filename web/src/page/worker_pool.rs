@@ -19,6 +19,11 @@
 //! a worker decodes one file at a time, so the file that killed it is known), the files it had
 //! loaded are opened again in the new one (requests about them held until they are), and the
 //! other workers go on.
+//!
+//! A wasm memory never shrinks: a worker whose file failed or was refused keeps at its size
+//! whatever that file made it grow to (a hostile file can take GBs before it is refused). So
+//! such a worker, when it holds no other file, is replaced by a fresh one at once
+//! (`Pool::retire`), and a new file goes to a worker holding no file when there is one.
 
 use crate::page::reply::Reply;
 use crate::wire::pack;
@@ -284,6 +289,7 @@ impl Pool {
                 }
                 port.reopened(*id);
                 if port.ended(*id) {
+                    self.retire(i);
                     self.pump();
                 }
             }
@@ -291,6 +297,7 @@ impl Pool {
                 port.files.borrow_mut().remove(id);
                 port.reopened(*id);
                 if port.ended(*id) {
+                    self.retire(i);
                     self.pump();
                 }
             }
@@ -322,8 +329,6 @@ impl Pool {
     fn restart(&self, i: usize, why: &str) {
         web_sys::console::warn_1(&format!("memlens: decoding worker {i} died: {why}").into());
         let port = self.port(i);
-        port.worker.borrow().terminate();
-        port.listeners.borrow_mut().clear();
         let mut failed = Vec::new();
         port.files.borrow_mut().retain(|&id, (_, loaded)| {
             if !*loaded {
@@ -331,6 +336,31 @@ impl Pool {
             }
             *loaded
         });
+        let reopened = self.replace(i);
+        let why = why.to_string();
+        (self.hooks.death)(Death {
+            why,
+            failed,
+            reopened,
+        });
+        self.pump();
+    }
+
+    /// Port `i`'s worker ended a file it could not open: when it holds no other file, a fresh
+    /// worker takes its place, giving back the memory that file made it grow to.
+    fn retire(&self, i: usize) {
+        let port = self.port(i);
+        if port.files.borrow().is_empty() && port.decoding.get().is_none() {
+            self.replace(i);
+        }
+    }
+
+    /// Terminates port `i`'s worker and starts a new one in its place, opening there again the
+    /// files it holds (returned).
+    fn replace(&self, i: usize) -> Vec<u32> {
+        let port = self.port(i);
+        port.worker.borrow().terminate();
+        port.listeners.borrow_mut().clear();
         port.decoding.set(None);
         port.ready.set(false);
         // The new worker holds nothing until told (the pump below tells it).
@@ -352,17 +382,12 @@ impl Pool {
             }
             Err(e) => web_sys::console::error_1(&e.into()),
         }
-        let why = why.to_string();
-        (self.hooks.death)(Death {
-            why,
-            failed,
-            reopened,
-        });
-        self.pump();
+        reopened
     }
 
-    /// Hands waiting jobs to workers decoding nothing, starting workers up to the cap; then
-    /// tells each worker whether to hold its background work ([`Pool::balance`]).
+    /// Hands waiting jobs to workers decoding nothing (one holding no file first), starting
+    /// workers up to the cap; then tells each worker whether to hold its background work
+    /// ([`Pool::balance`]).
     fn pump(&self) {
         self.assign();
         self.balance();
@@ -396,11 +421,15 @@ impl Pool {
             if self.jobs.borrow().is_empty() {
                 return;
             }
-            let idle = self
-                .ports
-                .borrow()
-                .iter()
-                .position(|p| p.decoding.get().is_none());
+            let idle = {
+                let ports = self.ports.borrow();
+                let free = |p: &&Rc<Port>| p.decoding.get().is_none();
+                // one holding no file first: a file that fails there takes no other with it
+                ports
+                    .iter()
+                    .position(|p| free(&p) && p.files.borrow().is_empty())
+                    .or_else(|| ports.iter().position(|p| free(&p)))
+            };
             let i = match idle {
                 Some(i) => i,
                 None if self.workers() < self.cap => match self.spawn() {
