@@ -244,9 +244,10 @@ if (process.env.BENCH_VIEW === 'limits') {
   // offer of the last N events is then taken: part), file chosen → first paint or prompt
   // (ms), the renderer's peak resident memory while loading (tab_peak_MB, sampled every
   // 250 ms), the worker's wasm memory once the model is built (model_MB), the decoder memory
-  // the worker estimated and the entries offered.
+  // the worker estimated and the entries offered, and file chosen → the first picture of the
+  // trace so far (picture_ms, issue 17's progressive picture; empty when none was drawn).
   const TIMEOUT = Number(process.env.BENCH_TIMEOUT_MS ?? 900000);
-  console.log(['input', 'MB', 'check', 'outcome', 'ms', 'tab_peak_MB', 'model_MB', 'estimate_MB', 'part', 'part_ms', 'part_tab_peak_MB'].join('\t'));
+  console.log(['input', 'MB', 'check', 'outcome', 'ms', 'picture_ms', 'tab_peak_MB', 'model_MB', 'estimate_MB', 'part', 'part_ms', 'part_tab_peak_MB'].join('\t'));
   const outcome = (page) => page.waitForFunction(() => {
     const root = document.getElementById('memlens');
     if (root?.dataset.firstPaintMs) return 'whole';
@@ -274,6 +275,7 @@ if (process.env.BENCH_VIEW === 'limits') {
       const attr = (sel, a) => page.getAttribute(sel, a, { timeout: 1000 }).catch(() => null);
       const model = await attr('[data-model-memory-bytes]', 'data-model-memory-bytes');
       const est = await attr('[data-testid=too-large]', 'data-estimated-bytes');
+      const picture = await attr('#memlens', 'data-partial-paint-ms');
       let part = '', partMs = '', partPeak = '';
       if (out === 'refused') {
         part = `last:${await attr('[data-testid=too-large]', 'data-last-fits')}`;
@@ -284,7 +286,8 @@ if (process.env.BENCH_VIEW === 'limits') {
         partMs = o2 === 'whole' ? String(Date.now() - t1) : o2;
         partPeak = String(p2);
       }
-      console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(0), check, out + (errors.length ? ` (${errors.length} page errors)` : ''), ms, peak,
+      console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(0), check, out + (errors.length ? ` (${errors.length} page errors)` : ''), ms,
+        picture ? Number(picture).toFixed(0) : '', peak,
         model ? (Number(model) / 1e6).toFixed(0) : '', est ? (Number(est) / 1e6).toFixed(0) : '', part, partMs, partPeak].join('\t'));
       await page.close();
     }

@@ -28,6 +28,7 @@ for spec in ${BENCH_SIZES:-synth:1 synth:2 synth:4 synth:6 synth:8 rep:4 rep:6 r
   else
     "$target/release/examples/repeat_snapshot" "$src" "$((gb * 1000))" "$f"
   fi
+  echo "# $spec: $(date -u +%H:%M) $(uptime | sed 's/.*load/load/')"
   "$target/release/examples/size_estimate" "$f"
   BENCH_VIEW=limits node bench/browser.mjs "$f"
   rm -f "$f"
