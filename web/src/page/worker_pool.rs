@@ -347,11 +347,16 @@ impl Pool {
     }
 
     /// Port `i`'s worker ended a file it could not open: when it holds no other file, a fresh
-    /// worker takes its place, giving back the memory that file made it grow to.
+    /// worker takes its place (warming up when no file waits), giving back the memory that file
+    /// made it grow to.
     fn retire(&self, i: usize) {
         let port = self.port(i);
         if port.files.borrow().is_empty() && port.decoding.get().is_none() {
             self.replace(i);
+            // nothing waits for it: it warms up meanwhile
+            if self.jobs.borrow().is_empty() {
+                port.send(&ToWorker::WarmUp, &[]);
+            }
         }
     }
 
