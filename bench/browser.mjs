@@ -24,7 +24,9 @@
 // pictures while the file is read: the before), medians and the ratio of first paints.
 // BENCH_VIEW=worker_memory: each file dropped on a fresh idle page, BENCH_REPS times: the
 // renderer's resident memory before, at its peak and once settled (see there).
-// BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page.
+// BENCH_VIEW=cold: the file opened with the page (`?src=`) against dropped on an idle page,
+// on a first and a repeat visit (see there). BENCH_VIEW=single: the same for the single-file
+// viewer (a `memlens html` report opened from disk, see there).
 // BENCH_VIEW=compare A B: the Compare view painted (both files chosen together on
 // #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
 // opened alone (→ its first paint), for one or several built viewers (BENCH_DISTS),
@@ -43,8 +45,9 @@
 //                                            BENCH_THREADS=1 each renderer thread's CPU time)
 import path from 'node:path';
 import fs from 'node:fs';
-import { execSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import os from 'node:os';
+import { execSync, execFileSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -175,31 +178,54 @@ if (process.env.BENCH_VIEW === 'state') {
 if (process.env.BENCH_VIEW === 'cold') {
   // A page opened with its file already chosen (`?src=`, as `memlens serve` and reports do),
   // against the same file dropped on an idle page; BENCH_RUNS (default 5) rounds, each running
-  // both on each of BENCH_DISTS (comma-separated built viewers, default MEMLENS_DIST) in turn;
-  // per build, medians of:
+  // each of BENCH_DISTS (comma-separated built viewers, default MEMLENS_DIST) served with each
+  // of BENCH_CACHE (`on`: the cache headers of harness.mjs's cacheControl, `off`: no-store;
+  // default on) in turn, in a fresh browser profile: a first visit (`?src=`), the drop on an
+  // idle page, then a repeat visit (`?src=` again, same profile: what the browser kept, the
+  // compiled wasm included, is used). Per build, medians of:
   //   drop_ms  file chosen → first paint (the page's data-first-paint-ms);
-  //   cold_ms  navigation → first paint (performance.now() when data-first-paint-ms appears,
-  //            5 ms polling), which includes loading and compiling the page and the worker;
+  //   cold_ms  first visit: navigation → first paint (performance.now() when
+  //            data-first-paint-ms appears, 5 ms polling), loading and compiling included;
   //   ratio    cold_ms / drop_ms; cold_opened_ms: the app's start → first paint (its
   //            data-first-paint-ms); cold_decode_ms: the worker's decode then;
   //   cold_cpu_ms  CPU time of the renderer processes from navigation to first paint (page,
-  //            workers, compiles), steadier than wall time on a loaded machine.
+  //            workers, compiles), steadier than wall time on a loaded machine;
+  //   repeat_ms, repeat_ratio, repeat_cpu_ms  the same for the repeat visit.
   const runs = Number(process.env.BENCH_RUNS ?? 5);
   const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
+  const caches = (process.env.BENCH_CACHE || 'on').split(',');
   const served = [];
   for (const d of dists) {
     fs.mkdirSync(path.join(d, 'bench-cold'), { recursive: true });
-    served.push({ dir: d, name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
+    for (const c of caches) {
+      const name = path.basename(d) + (caches.length > 1 ? `/cache-${c}` : '');
+      served.push({ dir: d, name, ...(await serveDist(d, '/memlens/', { cache: c === 'on' })) });
+    }
   }
-  console.log(['input', 'MB', 'build', 'drop_ms', 'cold_ms', 'ratio', 'cold_opened_ms', 'cold_decode_ms', 'cold_cpu_ms'].join('\t'));
+  console.log(['input', 'MB', 'build', 'drop_ms', 'cold_ms', 'ratio', 'cold_opened_ms', 'cold_decode_ms', 'cold_cpu_ms', 'repeat_ms', 'repeat_ratio', 'repeat_cpu_ms'].join('\t'));
+  // Navigation to `url` → first paint: [wall ms, app start → paint ms, decode ms, CPU ms].
+  const coldOpen = async (ctx, url) => {
+    const page = await ctx.newPage();
+    if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+    const before = rendererCpu();
+    await page.goto(url, { waitUntil: 'commit' });
+    await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
+    const used = cpuSince(before);
+    const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs), Number(/decoded in (\d+) ms/.exec(document.body.innerText)?.[1])]);
+    await page.close();
+    return [...r, used];
+  };
   for (const f of files) {
     const name = path.basename(f);
-    for (const s of served) fs.copyFileSync(f, path.join(s.dir, 'bench-cold', name));
-    const got = served.map(() => ({ drop: [], cold: [], opened: [], decodes: [], cpu: [] }));
+    for (const d of dists) fs.copyFileSync(f, path.join(d, 'bench-cold', name));
+    const got = served.map(() => ({ drop: [], cold: [], opened: [], decodes: [], cpu: [], repeat: [], repeatCpu: [] }));
     for (let i = 0; i < runs; i++) {
       for (const [k, s] of served.entries()) {
         const g = got[k];
-        let page = await context.newPage();
+        const ctx = await launchChromium({ width: 1400, height: 860 });
+        const url = `${s.base}?src=bench-cold/${encodeURIComponent(name)}`;
+        const first = await coldOpen(ctx, url);
+        const page = await ctx.newPage();
         await page.goto(s.base);
         await page.waitForSelector('#memlens[data-state=empty]');
         await page.waitForTimeout(IDLE_MS);
@@ -207,32 +233,93 @@ if (process.env.BENCH_VIEW === 'cold') {
         await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
         g.drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
         await page.close();
-        page = await context.newPage();
-        if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
-        const before = rendererCpu();
-        await page.goto(`${s.base}?src=bench-cold/${encodeURIComponent(name)}`, { waitUntil: 'commit' });
-        await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
-        const used = cpuSince(before);
-        const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs), /decoded in (\d+) ms/.exec(document.body.innerText)?.[1]]);
-        g.cold.push(r[0]);
-        g.opened.push(r[1]);
-        g.decodes.push(Number(r[2]));
-        g.cpu.push(used);
-        console.error(`  ${s.name} round ${i + 1}: drop ${g.drop.at(-1).toFixed(0)} cold ${r[0].toFixed(0)} opened ${r[1].toFixed(0)} decode ${r[2]} cpu ${g.cpu.at(-1).toFixed(0)} ms`);
-        await page.close();
+        const again = await coldOpen(ctx, url);
+        await ctx.close();
+        g.cold.push(first[0]);
+        g.opened.push(first[1]);
+        g.decodes.push(first[2]);
+        g.cpu.push(first[3]);
+        g.repeat.push(again[0]);
+        g.repeatCpu.push(again[3]);
+        console.error(`  ${s.name} round ${i + 1}: drop ${g.drop.at(-1).toFixed(0)} first ${first[0].toFixed(0)} (opened ${first[1].toFixed(0)}, decode ${first[2]}, cpu ${first[3].toFixed(0)}) repeat ${again[0].toFixed(0)} (cpu ${again[3].toFixed(0)}) ms`);
       }
     }
     for (const [k, s] of served.entries()) {
       const g = got[k];
       const d = median(g.drop);
       const c = median(g.cold);
-      console.log([name.slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), s.name, d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(g.opened).toFixed(0), median(g.decodes).toFixed(0), median(g.cpu).toFixed(0)].join('\t'));
+      const r = median(g.repeat);
+      console.log([name.slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), s.name, d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(g.opened).toFixed(0), median(g.decodes).toFixed(0), median(g.cpu).toFixed(0), r.toFixed(0), (r / d).toFixed(2), median(g.repeatCpu).toFixed(0)].join('\t'));
     }
   }
-  for (const s of served) {
-    fs.rmSync(path.join(s.dir, 'bench-cold'), { recursive: true, force: true });
-    s.server.close();
+  for (const d of dists) fs.rmSync(path.join(d, 'bench-cold'), { recursive: true, force: true });
+  for (const s of served) s.server.close();
+  await context.close();
+  server.close();
+  process.exit(0);
+}
+if (process.env.BENCH_VIEW === 'single') {
+  // The single-file viewer (`memlens html` reports): a report of FILE opened from disk
+  // (file://) against FILE dropped on the viewer idle for BENCH_IDLE_MS, for each of
+  // BENCH_SINGLES (comma-separated single-file viewers, default dist-single/memlens.html) in
+  // turn, BENCH_RUNS (default 5) rounds. The report is the one `memlens html FILE` writes
+  // (MEMLENS_BIN, default target/release/memlens), its preload moved into each viewer. Per
+  // viewer, medians of drop_ms (file chosen → first paint), cold_ms (navigation → first paint),
+  // their ratio, cold_opened_ms (the app's start → first paint) and cold_cpu_ms (renderer CPU).
+  const runs = Number(process.env.BENCH_RUNS ?? 5);
+  const singles = (process.env.BENCH_SINGLES || path.join(ROOT, 'dist-single/memlens.html')).split(',').map((d) => path.resolve(d));
+  const bin = process.env.MEMLENS_BIN || path.join(ROOT, 'target/release/memlens');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'memlens-single-'));
+  const SLOT = '<script type="application/json" id="memlens-preload">null</script>\n';
+  console.log(['input', 'MB', 'viewer', 'drop_ms', 'cold_ms', 'ratio', 'cold_opened_ms', 'cold_cpu_ms'].join('\t'));
+  for (const f of files) {
+    const made = path.join(tmp, 'made.html');
+    execFileSync(bin, ['html', f, '-o', made]);
+    const made_html = fs.readFileSync(made, 'utf8');
+    const from = made_html.indexOf('<script type="application/json" id="memlens-preload">');
+    const to = made_html.indexOf('<script type="application/octet-stream" id="memlens-worker-js">');
+    if (from < 0 || to < from) throw new Error('no preload in the report memlens html wrote');
+    const preload = made_html.slice(from, to);
+    const pages = singles.map((v, k) => {
+      const viewer = fs.readFileSync(v, 'utf8');
+      if (!viewer.includes(SLOT)) throw new Error(`${v}: no preload slot`);
+      const report = path.join(tmp, `report-${k}.html`);
+      fs.writeFileSync(report, viewer.replace(SLOT, preload));
+      return { name: `${path.basename(path.dirname(v))}/${path.basename(v)}`, viewer: pathToFileURL(v).href, report: pathToFileURL(report).href };
+    });
+    const got = pages.map(() => ({ drop: [], cold: [], opened: [], cpu: [] }));
+    for (let i = 0; i < runs; i++) {
+      for (const [k, p] of pages.entries()) {
+        const g = got[k];
+        let page = await context.newPage();
+        const before = rendererCpu();
+        await page.goto(p.report, { waitUntil: 'commit' });
+        await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
+        const used = cpuSince(before);
+        const r = await page.evaluate(() => [performance.now(), Number(document.getElementById('memlens').dataset.firstPaintMs)]);
+        await page.close();
+        g.cold.push(r[0]);
+        g.opened.push(r[1]);
+        g.cpu.push(used);
+        page = await context.newPage();
+        await page.goto(p.viewer);
+        await page.waitForSelector('#memlens[data-state=empty]');
+        await page.waitForTimeout(IDLE_MS);
+        await page.setInputFiles('[data-testid=file-input]', f);
+        await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
+        g.drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
+        await page.close();
+        console.error(`  ${p.name} round ${i + 1}: drop ${g.drop.at(-1).toFixed(0)} cold ${r[0].toFixed(0)} (opened ${r[1].toFixed(0)}, cpu ${g.cpu.at(-1).toFixed(0)}) ms`);
+      }
+    }
+    for (const [k, p] of pages.entries()) {
+      const g = got[k];
+      const d = median(g.drop);
+      const c = median(g.cold);
+      console.log([path.basename(f).slice(0, 40), (fs.statSync(f).size / 1e6).toFixed(1), p.name, d.toFixed(0), c.toFixed(0), (c / d).toFixed(2), median(g.opened).toFixed(0), median(g.cpu).toFixed(0)].join('\t'));
+    }
   }
+  fs.rmSync(tmp, { recursive: true, force: true });
   await context.close();
   server.close();
   process.exit(0);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the memlens viewer (trunk build --release --offline into dist/, then
 # scripts/single_file.py into dist-single/memlens.html) and serves dist/ on
-# 127.0.0.1:${PORT:-8080}. Installs what is missing first: the wasm32 target, trunk, and the
+# 127.0.0.1:${PORT:-8080} (scripts/serve_dist.py: cache headers that let a browser keep the
+# viewer between visits). Installs what is missing first: the wasm32 target, trunk, and the
 # wasm-bindgen-cli whose version matches Cargo.lock (Trunk refuses any other in offline mode).
 #
 #   scripts/serve.sh            build and serve
@@ -39,4 +40,4 @@ if [ "${1:-}" = "--build" ]; then
     exit 0
 fi
 echo "serve.sh: memlens viewer at http://127.0.0.1:${PORT}/ (Ctrl-C to stop)" >&2
-exec python3 -m http.server "${PORT}" --bind 127.0.0.1 --directory dist
+exec python3 scripts/serve_dist.py "${PORT}" dist

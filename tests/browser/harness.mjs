@@ -28,13 +28,31 @@ export const PREFIX = '/memlens/';
 export const MARGIN_LEFT = 76, MARGIN_RIGHT = 12, MARGIN_TOP = 18, MARGIN_BOTTOM = 24;
 
 export const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.pickle': 'application/octet-stream', '.json': 'application/json' };
+  '.css': 'text/css', '.pickle': 'application/octet-stream', '.json': 'application/json',
+  '.svg': 'image/svg+xml' };
 
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
   '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-/** Serves the files of `dir` at http://127.0.0.1:<port><prefix>; resolves to { server, base }. */
-export async function serveDist(dir, prefix) {
+/**
+ * How long a browser may keep a file of the built viewer (the same rule as scripts/serve_dist.py,
+ * which scripts/serve.sh runs): Trunk's content-hashed names (the app's JS and wasm, the
+ * stylesheet) never change under their name, so they are kept a year without asking, and
+ * Chromium can keep the app's compiled wasm between visits; the viewer's other files (the page,
+ * the bootstraps, the worker's JS and wasm, whose names carry no hash) are kept but asked for
+ * again each time (`no-cache`: a 304 when unchanged, so the worker's compiled wasm is kept too);
+ * anything else (snapshots, the example) is not kept (`no-store`: a file may change under its name).
+ */
+export function cacheControl(name) {
+  if (/-[0-9a-f]{16}(_bg)?\.(js|wasm|css)$/.test(name)) return 'public, max-age=31536000, immutable';
+  return /\.(html|js|wasm|css|svg)$/.test(name) ? 'no-cache' : 'no-store';
+}
+
+/**
+ * Serves the files of `dir` at http://127.0.0.1:<port><prefix>; resolves to { server, base }.
+ * `cache: false` sends every file `no-store` (as servers did before `cacheControl`).
+ */
+export async function serveDist(dir, prefix, { cache = true } = {}) {
   dir = path.resolve(dir);
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
@@ -44,7 +62,14 @@ export async function serveDist(dir, prefix) {
     if (!file.startsWith(dir + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404); res.end(); return;
     }
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream' });
+    const modified = fs.statSync(file).mtime.toUTCString();
+    const policy = cache ? cacheControl(path.basename(file)) : 'no-store';
+    const headers = { 'cache-control': policy, 'last-modified': modified };
+    if (policy !== 'no-store' && req.headers['if-modified-since'] === modified) {
+      res.writeHead(304, headers); res.end(); return;
+    }
+    headers['content-type'] = TYPES[path.extname(file)] || 'application/octet-stream';
+    res.writeHead(200, headers);
     fs.createReadStream(file).pipe(res);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));

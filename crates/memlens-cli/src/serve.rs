@@ -6,7 +6,10 @@
 //! oversized request 400, refuses Host names that are not loopback (DNS rebinding), and serves
 //! exactly two kinds of path from a fixed table: the embedded single-file viewer at `/`, and each
 //! file named on the command line at `/files/<n>/<name>`. Paths are compared as sent, never
-//! decoded or joined to a folder, so no encoding of `..` can escape (tests/serve_hardening.rs).
+//! decoded or joined to a folder, so no encoding of `..` can escape (tests/html_serve.rs).
+//! Every answer is `Cache-Control: no-store`: the page names this run's files and carries its
+//! wasm inside (no separate, content-hashed file a browser could keep: docs/BENCHMARKS.md, "Cold
+//! open"), and a snapshot may change under its name.
 
 use crate::html::{page_with, viewer, viewer_csp, Preload};
 use crate::load::CliError;

@@ -283,6 +283,7 @@ fn serve_answers_real_http_requests_on_loopback() {
     );
     assert!(headers.contains("frame-ancestors 'none'"), "{headers}");
     assert!(headers.contains("connect-src 'self'"), "{headers}");
+    assert!(headers.contains("Cache-Control: no-store"), "{headers}");
     let page = String::from_utf8_lossy(&body);
     assert!(
         page.contains(r#""url":"files/0/good%20snapshot.pickle""#)
@@ -290,8 +291,9 @@ fn serve_answers_real_http_requests_on_loopback() {
         "preload"
     );
 
-    let (status, _, body) = get(&addr, "/files/0/good%20snapshot.pickle");
+    let (status, headers, body) = get(&addr, "/files/0/good%20snapshot.pickle");
     assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(headers.contains("Cache-Control: no-store"), "{headers}");
     assert_eq!(body, std::fs::read(&good).unwrap_or_default());
 
     let (status, headers, body) = request(
