@@ -406,35 +406,58 @@ if (process.env.BENCH_VIEW === 'decode') {
   // The worker's wasm decode of one file (the page's "decoded in N ms": Blob chunks read and
   // copied into wasm memory, decoded, the model built) against the native decode of the same
   // file (BENCH_NATIVE, default the release `decode_bench` example: the same Loader, the file
-  // streamed in 1 MiB chunks), BENCH_REPS rounds alternating native and each of BENCH_DISTS
-  // (comma-separated built viewers, default MEMLENS_DIST). Wall time, and CPU time (native: the
+  // streamed in 1 MiB chunks, then the summary the worker computes before it answers, unless
+  // BENCH_NATIVE_STATS=0), BENCH_REPS rounds alternating native and each of BENCH_DISTS
+  // (comma-separated built viewers, default MEMLENS_DIST; `DIR?QUERY` opens that build's page with
+  // the query). Wall time, and CPU time (native: the
   // process's; browser: the renderer processes' from file chosen to decoded, which holds the
-  // worker, plus the page's little work meanwhile), the steadier one on a loaded machine;
-  // medians, and each build's throughput as a share of native (native / this).
+  // worker, plus the page's work meanwhile), the steadier one on a loaded machine, the
+  // renderers' worker threads' CPU time (the decode, and the stats and first layout the worker
+  // computes right after it, until the page shows "decoded"), and busy
+  // time (browser: the worker's decode_ms less the time it waited for the file's reads,
+  // data-read-wait-ms; native: its wall time), the decode's own; medians, and each build's
+  // throughput as a share of native (native / this).
   const f = files[0];
   const native = process.env.BENCH_NATIVE ?? path.join(ROOT, 'target/release/examples/decode_bench');
-  const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
+  // An entry may end in a query for the page (`dist?pictures=0`): the same build, another arm.
+  const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => {
+    const [dir, query] = d.split('?');
+    return { dir: path.resolve(dir), query: query ? `?${query}` : '' };
+  });
   const served = [];
-  for (const d of dists) served.push({ name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
+  for (const d of dists) {
+    const s = await serveDist(d.dir, '/memlens/');
+    served.push({ name: path.basename(d.dir) + d.query, ...s, base: s.base + d.query });
+  }
   const wall = Object.fromEntries([['native', []], ...served.map((s) => [s.name, []])]);
   const cpu = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
+  const busy = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
+  const wcpu = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
   console.log(`decode of ${path.basename(f)} (${(fs.statSync(f).size / 1e6).toFixed(1)} MB), ${REPS} rounds`);
   for (let r = 0; r < REPS; r++) {
-    const out = execSync(`${native} ${JSON.stringify(f)} 1`, { encoding: 'utf8' });
+    const out = execSync(`${native} ${JSON.stringify(f)} 1${process.env.BENCH_NATIVE_STATS === '0' ? '' : ' --stats'}`, { encoding: 'utf8' });
     const nm = /decode_ms ([\d.]+) cpu_ms ([\d.]+)/.exec(out);
     wall.native.push(Number(nm[1]));
     cpu.native.push(Number(nm[2]));
+    busy.native.push(Number(nm[1]));
+    wcpu.native.push(Number(nm[2]));
     for (const s of served) {
       const page = await context.newPage();
       await page.goto(s.base);
       await page.waitForSelector('#memlens[data-state=empty]');
       await page.waitForTimeout(IDLE_MS);
       const before = rendererCpu();
+      const threadsBefore = rendererThreads();
       await page.setInputFiles('[data-testid=file-input]', f);
-      await page.waitForFunction(() => /decoded in \d+ ms/.test(document.body.innerText), null, { timeout: 600000, polling: 50 });
+      await page.waitForFunction(() => /decoded in \d+ ms/.test(document.body.innerText), null, { timeout: 600000, polling: 10 });
+      const workerUsed = threadCpuSince(threadsBefore).workers;
       const used = cpuSince(before);
-      wall[s.name].push(Number(/decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText))[1]));
+      const ms = Number(/decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText))[1]);
+      const waited = Number(await page.getAttribute('[data-read-wait-ms]', 'data-read-wait-ms'));
+      wall[s.name].push(ms);
       cpu[s.name].push(used);
+      busy[s.name].push(ms - waited);
+      wcpu[s.name].push(workerUsed);
       await page.close();
     }
   }
@@ -442,8 +465,12 @@ if (process.env.BENCH_VIEW === 'decode') {
   for (const k of Object.keys(wall)) {
     const w = median(wall[k]);
     const c = median(cpu[k]);
+    const b = median(busy[k]);
+    const wc = median(wcpu[k]);
     console.log(`${k}\twall ${wall[k].map((x) => x.toFixed(0)).join(' / ')} median ${w.toFixed(0)} ms (native/this ${(nat.wall / w).toFixed(2)})`
-      + `\tcpu ${cpu[k].map((x) => x.toFixed(0)).join(' / ')} median ${c.toFixed(0)} ms (native/this ${(nat.cpu / c).toFixed(2)})`);
+      + `\tcpu ${cpu[k].map((x) => x.toFixed(0)).join(' / ')} median ${c.toFixed(0)} ms (native/this ${(nat.cpu / c).toFixed(2)})`
+      + `\tworker cpu ${wcpu[k].map((x) => x.toFixed(0)).join(' / ')} median ${wc.toFixed(0)} ms (native/this ${(nat.cpu / wc).toFixed(2)})`
+      + `\tbusy ${busy[k].map((x) => x.toFixed(0)).join(' / ')} median ${b.toFixed(0)} ms (native/this ${(nat.wall / b).toFixed(2)})`);
   }
   await context.close();
   for (const s of served) s.server.close();

@@ -316,6 +316,9 @@ test('a million allocations: first paint, redraw, hover and search timings', asy
   // The worker's memory: what it held before the file, and after the model was built.
   const mem = await page.$eval('[data-model-memory-bytes]', (e) => ({ model: Number(e.dataset.modelMemoryBytes), before: Number(e.dataset.memoryBeforeBytes) }));
   assert.ok(mem.before > 0 && mem.model > mem.before, JSON.stringify(mem));
+  // Of the decode's time, what it waited for the file's reads (a plain pickle: measured).
+  const waited = Number(await page.getAttribute('[data-read-wait-ms]', 'data-read-wait-ms'));
+  assert.ok(waited >= 0 && waited <= Number(decoded), `waited ${waited} ms of a ${decoded} ms decode`);
   console.log(`  worker memory: ${(mem.before / 1e6).toFixed(1)} MB before the file, ${(mem.model / 1e6).toFixed(1)} MB with the model (${((mem.model - mem.before) / fs.statSync(file).size).toFixed(2)}× the file added)`);
   for (const l of memlensLog) console.log(`  ${l}`);
   const d = await page.$eval('[data-testid=timeline-canvas]', (c) => ({ ...c.dataset }));

@@ -3,9 +3,10 @@
 //! decode comparison (`BENCH_VIEW=decode node bench/browser.mjs`, which runs this once per round
 //! between the browser's decodes).
 //!
-//!   cargo run --release -p memlens-core --example decode_bench -- FILE [ROUNDS]
+//!   cargo run --release -p memlens-core --example decode_bench -- FILE [ROUNDS] [--stats]
 //!
-//! Prints `decode_ms N cpu_ms M` for each round (wall, and this process's user + system CPU:
+//! `--stats`: each round also computes the per-device summary (`snapshot_stats`), as the worker
+//! does before it answers that the file is decoded. Prints `decode_ms N cpu_ms M` for each round (wall, and this process's user + system CPU:
 //! on a loaded machine the steadier of the two), then the medians.
 
 use std::time::Instant;
@@ -26,7 +27,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let with_stats = args.iter().any(|a| a == "--stats");
+    args.retain(|a| a != "--stats");
     let Some(path) = args.get(1) else {
         eprintln!("usage: decode_bench FILE [ROUNDS]");
         std::process::exit(2);
@@ -41,8 +44,13 @@ fn main() {
             .and_then(|(len, f)| {
                 memlens_core::load_reader(f, Some(len)).map_err(|e| e.to_string())
             });
+        let stats = match (&loaded, with_stats) {
+            (Ok(s), true) => Some(memlens_core::snapshot_stats(s)),
+            _ => None,
+        };
         let took = t0.elapsed().as_secs_f64() * 1e3;
         let used = cpu_ms() - c0;
+        drop(stats);
         match loaded {
             Ok(s) => drop(s),
             Err(e) => {

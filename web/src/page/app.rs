@@ -493,7 +493,7 @@ fn toolbar(
                 <crate::page::exports::ExportBar file={f.name.clone()} view={view.key().to_string()} layout={state.current_layout().cloned()} />
             }
             if let Some(i) = info {
-                <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
+                <span class="muted small" data-model-memory-bytes={format!("{:.0}", i.model_memory_bytes)} data-memory-before-bytes={format!("{:.0}", i.memory_before_bytes)} data-read-wait-ms={i.read_wait_ms.map(|w| format!("{w:.0}"))}>{ format!("{} · decoded in {:.0} ms", i.encoding, i.decode_ms) }</span>
             }
             if let Some(r) = &state.range {
                 <span class="muted small" data-testid="range" title="files open with this part of each device's trace (#range= in the URL)">{ format!("part: {r}") }</span>

@@ -208,6 +208,10 @@ pub struct FileInfo {
     #[serde(default)]
     pub device_type: String,
     pub decode_ms: f64,
+    /// Of `decode_ms`, the time the worker waited for the file's reads (not for a gzip file,
+    /// whose reads and decompression overlap): the rest is the decode's own.
+    #[serde(default)]
+    pub read_wait_ms: Option<f64>,
     /// Size of the worker's wasm memory once the model is built (before any layout): what the
     /// loaded snapshot costs the tab, including the decoder's peak (wasm memory never shrinks).
     #[serde(default)]

@@ -164,12 +164,14 @@ fn handle(state: &Shared, data: JsValue) {
                     return;
                 }
                 match res {
-                    Ok((snap, bytes)) => {
+                    Ok(read) => {
                         let load = Load {
-                            bytes,
+                            bytes: read.bytes,
                             decode_ms: now_ms() - t0,
+                            read_wait_ms: read.wait_ms,
                             memory_before,
                         };
+                        let snap = read.snap;
                         loaded(&st, id, snap, load, state_first)
                     }
                     Err(NotOpened::Failed(message)) => post(&FromWorker::Failed { id, message }),
@@ -369,10 +371,15 @@ async fn read_blob(
     mut partials: Partials,
     pause_ms: Option<u32>,
     limit_bytes: f64,
-) -> Result<(Snapshot, u64), NotOpened> {
+) -> Result<Read, NotOpened> {
     let total = blob.size();
     if crate::worker::gunzip::is_gzip(blob).await {
-        return read_gzip(st, id, blob, part, partials, limit_bytes).await;
+        let (snap, bytes) = read_gzip(st, id, blob, part, partials, limit_bytes).await?;
+        return Ok(Read {
+            snap,
+            bytes,
+            wait_ms: None,
+        });
     }
     let mut checking = part.is_none();
     let mut loader = PartLoader::new(Some(total as u64), part);
@@ -396,6 +403,7 @@ async fn read_blob(
         Ok((p, end))
     };
     let mut queued = 0.0;
+    let mut waited_ms = 0.0;
     let mut pending = std::collections::VecDeque::new();
     loop {
         while pending.len() < READS_AHEAD && queued < total {
@@ -409,9 +417,11 @@ async fn read_blob(
         if is_cancelled(st, id) {
             return Err(NotOpened::Failed("cancelled".into()));
         }
+        let w0 = now_ms();
         let ab = JsFuture::from(promise)
             .await
             .map_err(|e| format!("cannot read the file: {}", js_message(&e)))?;
+        waited_ms += now_ms() - w0;
         push_js(&mut loader, &mut buf, &Uint8Array::new(&ab))?;
         if checking {
             match limit::check(total, loader.head_shape(), limit_bytes) {
@@ -429,10 +439,25 @@ async fn read_blob(
             partials.after_chunk(&mut loader, end, total);
         }
         if let Some(ms) = pause_ms {
+            let w0 = now_ms();
             gloo_timers::future::TimeoutFuture::new(ms).await;
+            waited_ms += now_ms() - w0;
         }
     }
-    Ok((loader.finish().map_err(|e| e.to_string())?, total as u64))
+    Ok(Read {
+        snap: loader.finish().map_err(|e| e.to_string())?,
+        bytes: total as u64,
+        wait_ms: Some(waited_ms),
+    })
+}
+
+/// A file read and decoded.
+struct Read {
+    snap: Snapshot,
+    bytes: u64,
+    /// Of the time it took, how long the worker waited for the file's reads (`None` for a
+    /// gzip file, whose reads and decompression overlap).
+    wait_ms: Option<f64>,
 }
 
 /// [`read_blob`] for a gzip file: decompressed as it is read (`crate::worker::gunzip`), the
@@ -535,6 +560,7 @@ async fn yield_now() {
 struct Load {
     bytes: u64,
     decode_ms: f64,
+    read_wait_ms: Option<f64>,
     /// Wasm memory when the read started.
     memory_before: f64,
 }
@@ -543,6 +569,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
     let Load {
         bytes,
         decode_ms,
+        read_wait_ms,
         memory_before,
     } = load;
     let stats = memlens_core::snapshot_stats(&snap);
@@ -562,6 +589,7 @@ fn loaded(st: &Shared, id: u32, snap: Snapshot, load: Load, state_first: bool) {
             .map(|c| (c.var.to_string(), c.text.to_string())),
         device_type: snap.device_type(),
         decode_ms,
+        read_wait_ms,
         model_memory_bytes: wasm_memory_bytes(),
         memory_before_bytes: memory_before,
         layout_follows: !state_first,
