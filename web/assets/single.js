@@ -7,7 +7,8 @@
 //
 // It sets `window.memlensHost` (and `memlensEarlyWorker`, the worker started before the app)
 // before the app starts (see web/src/page/bridge.rs):
-//   makeWorker()  the decoding worker, from a Blob URL, handed its wasm in the first message;
+//   makeWorker()  the decoding worker, from a Blob URL, handed its wasm (compiled here once)
+//                 in the first message;
 //   fetch(url)    the embedded copy of a file the app would fetch (the example), or null;
 //   preload()     the files to open at start: `memlens html` reports embed them as data blocks,
 //                 `memlens serve` lists URLs of its own origin.
@@ -30,22 +31,27 @@ try {
     return new Response(packed.stream().pipeThrough(new DecompressionStream('gzip'))).blob();
   };
 
-  // Runs first inside the worker: wait for the wasm bytes, then start wasm-bindgen's
-  // no-modules glue (its `wasm_bindgen` global), whose main() answers `Ready`.
+  // Runs first inside the worker: wait for the wasm (the module compiled by the page, or its
+  // bytes where the page could not compile it), then start wasm-bindgen's no-modules glue (its
+  // `wasm_bindgen` global), whose main() answers `Ready`.
   const workerBoot = `
 self.onmessage = (e) => {
   self.onmessage = null;
   wasm_bindgen({ module_or_path: e.data }).catch((err) => console.error('memlens worker:', err));
 };`;
-  const [workerJs, workerWasm, appWasm] = await Promise.all([
+  // The worker's wasm is compiled once, here, while the app's compiles (as boot.js does), and
+  // each worker is handed the module: no copy of the bytes and no compile per worker.
+  const workerModule = unpack('memlens-worker-wasm')
+    .then((b) => b.arrayBuffer())
+    .then((bytes) => WebAssembly.compile(bytes).catch(() => bytes));
+  const [workerJs, appWasm] = await Promise.all([
     unpack('memlens-worker-js').then((b) => b.text()),
-    unpack('memlens-worker-wasm').then((b) => b.arrayBuffer()),
     unpack('memlens-app-wasm').then((b) => b.arrayBuffer()),
   ]);
   const workerUrl = URL.createObjectURL(new Blob([workerJs, workerBoot], { type: 'text/javascript' }));
   const makeWorker = () => {
     const w = new Worker(workerUrl, { name: 'memlens-worker' });
-    w.postMessage(workerWasm);
+    workerModule.then((m) => w.postMessage(m));
     return w;
   };
   // The worker starts now, while the app's wasm compiles; the app takes it over with the
