@@ -150,6 +150,19 @@ function threadCpuSince(before) {
 }
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 2000);
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+/** A fresh page of `url`, idle for IDLE_MS, then FILE chosen: ms from the choice to the first
+ * paint (the page's data-first-paint-ms). The page is closed. */
+async function dropOnIdle(ctx, url, f) {
+  const page = await ctx.newPage();
+  await page.goto(url);
+  await page.waitForSelector('#memlens[data-state=empty]');
+  await page.waitForTimeout(IDLE_MS);
+  await page.setInputFiles('[data-testid=file-input]', f);
+  await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
+  const ms = await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs));
+  await page.close();
+  return ms;
+}
 if (process.env.BENCH_VIEW === 'state') {
   // The Allocator State History opened first (view=state in the hash): file chosen → the state
   // view has painted a state (its data-painted-event), timed from here with 5 ms polling.
@@ -225,14 +238,7 @@ if (process.env.BENCH_VIEW === 'cold') {
         const ctx = await launchChromium({ width: 1400, height: 860 });
         const url = `${s.base}?src=bench-cold/${encodeURIComponent(name)}`;
         const first = await coldOpen(ctx, url);
-        const page = await ctx.newPage();
-        await page.goto(s.base);
-        await page.waitForSelector('#memlens[data-state=empty]');
-        await page.waitForTimeout(IDLE_MS);
-        await page.setInputFiles('[data-testid=file-input]', f);
-        await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
-        g.drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
-        await page.close();
+        g.drop.push(await dropOnIdle(ctx, s.base, f));
         const again = await coldOpen(ctx, url);
         await ctx.close();
         g.cold.push(first[0]);
@@ -291,7 +297,7 @@ if (process.env.BENCH_VIEW === 'single') {
     for (let i = 0; i < runs; i++) {
       for (const [k, p] of pages.entries()) {
         const g = got[k];
-        let page = await context.newPage();
+        const page = await context.newPage();
         const before = rendererCpu();
         await page.goto(p.report, { waitUntil: 'commit' });
         await page.waitForFunction(() => !!document.getElementById('memlens')?.dataset.firstPaintMs, null, { timeout: 600000, polling: 5 });
@@ -301,14 +307,7 @@ if (process.env.BENCH_VIEW === 'single') {
         g.cold.push(r[0]);
         g.opened.push(r[1]);
         g.cpu.push(used);
-        page = await context.newPage();
-        await page.goto(p.viewer);
-        await page.waitForSelector('#memlens[data-state=empty]');
-        await page.waitForTimeout(IDLE_MS);
-        await page.setInputFiles('[data-testid=file-input]', f);
-        await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
-        g.drop.push(await page.evaluate(() => Number(document.getElementById('memlens').dataset.firstPaintMs)));
-        await page.close();
+        g.drop.push(await dropOnIdle(context, p.viewer, f));
         console.error(`  ${p.name} round ${i + 1}: drop ${g.drop.at(-1).toFixed(0)} cold ${r[0].toFixed(0)} (opened ${r[1].toFixed(0)}, cpu ${g.cpu.at(-1).toFixed(0)}) ms`);
       }
     }
