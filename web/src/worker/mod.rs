@@ -14,6 +14,7 @@ pub mod limit;
 pub mod partial;
 pub mod search;
 pub mod warm_up;
+mod warming;
 
 use crate::wire::clock::now_ms;
 use crate::wire::pack;
@@ -24,7 +25,7 @@ use js_sys::Uint8Array;
 use memlens_core::layout::context::element_context;
 use memlens_core::layout::{TimelineKind, TimelineLayout};
 use memlens_core::range::{EventRange, PartLoader};
-use memlens_core::{Loader, Snapshot};
+use memlens_core::Snapshot;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -66,6 +67,8 @@ struct State {
     compared: crate::worker::compare::Replays,
     /// The page holds the work done unasked after a load (`ToWorker::Background`).
     background_held: bool,
+    /// A file was sent to open: the warm-up ([`crate::worker::warming`]) stops.
+    file_opened: bool,
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -90,39 +93,6 @@ pub fn start() {
     post(&FromWorker::Ready);
 }
 
-/// Runs the decoder, the stats and the timeline layout once on a small generated snapshot
-/// ([`crate::worker::warm_up`]) while the page waits for a file (`ToWorker::WarmUp`: the page
-/// asks when it has no file to open). V8 first runs wasm code in its baseline tier and
-/// optimizes the functions that turn out hot; without this, a 3.7 MB snapshot decoded ~4×
-/// slower than natively (decode 60–90 ms, layout 42–55 ms against 17 and 4 ms native). A page
-/// opened with its file does not ask: there the warm-up would only delay the file's decode.
-fn warm_up() {
-    let t0 = now_ms();
-    warm_up_once();
-    web_sys::console::log_1(
-        &format!("memlens worker: warmed up in {:.0} ms", now_ms() - t0).into(),
-    );
-}
-
-fn warm_up_once() {
-    let Ok(bytes) = crate::worker::warm_up::snapshot_pickle() else {
-        return;
-    };
-    let mut loader = Loader::new(Some(bytes.len() as u64));
-    for c in bytes.chunks(64 << 10) {
-        if loader.push(c).is_err() {
-            return;
-        }
-    }
-    let Ok(snap) = loader.finish() else {
-        return;
-    };
-    let _ = memlens_core::snapshot_stats(&snap);
-    let l = TimelineLayout::build(&snap, 0, TimelineKind::Active);
-    // The page warms its own side (unpacking, drawing) on the same layout.
-    pack::reply_with(&FromWorker::WarmUpLayout, &l).post();
-}
-
 fn handle(state: &Shared, data: JsValue) {
     let msg: ToWorker = match pack::header(&data) {
         Ok(m) => m,
@@ -132,7 +102,9 @@ fn handle(state: &Shared, data: JsValue) {
         }
     };
     match msg {
-        ToWorker::WarmUp => warm_up(),
+        ToWorker::WarmUp => {
+            wasm_bindgen_futures::spawn_local(crate::worker::warming::warm_up(state.clone()))
+        }
         ToWorker::Open {
             id,
             state_first,
@@ -143,6 +115,7 @@ fn handle(state: &Shared, data: JsValue) {
             ..
         } => {
             let file = pack::field(&data, "file");
+            state.borrow_mut().file_opened = true;
             let st = state.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let t0 = now_ms();

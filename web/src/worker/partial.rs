@@ -69,7 +69,7 @@ impl Partials {
 }
 
 /// The facts and the layout of the device with the most entries in `snap` (a prefix).
-fn picture(
+pub(crate) fn picture(
     snap: &Snapshot,
     done: f64,
     total: f64,

@@ -24,6 +24,11 @@ const STACKS: [[(&str, i64, &str); 2]; 2] = [
 
 /// The warm-up snapshot as pickle bytes (protocol 4).
 pub fn snapshot_pickle() -> io::Result<Vec<u8>> {
+    snapshot_pickle_of(ALLOCS)
+}
+
+/// The same with `allocs` allocations (`3 * allocs - 2 * LIVE` trace entries from `LIVE` on).
+pub fn snapshot_pickle_of(allocs: u64) -> io::Result<Vec<u8>> {
     let mut t = Trace {
         w: PickleWriter::new(Vec::new(), 4),
         stacks: [None; 2],
@@ -36,7 +41,7 @@ pub fn snapshot_pickle() -> io::Result<Vec<u8>> {
     t.w.str("device_traces")?;
     t.w.begin_list();
     t.w.begin_list();
-    for n in 0..ALLOCS {
+    for n in 0..allocs {
         t.entry("alloc", n)?;
         if let Some(freed) = n.checked_sub(LIVE) {
             t.entry("free_requested", freed)?;

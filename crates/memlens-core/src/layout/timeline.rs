@@ -100,6 +100,12 @@ impl TimelineLayout {
         Self::assemble(snap, device, kind, preview)
     }
 
+    /// [`Self::build_preview`] of the Active timeline whatever the trace's length: the web
+    /// worker's warm-up runs the preview's code on a short generated trace with it.
+    pub fn build_preview_of_any_length(snap: &Snapshot, device: u32) -> TimelineLayout {
+        Self::assemble(snap, device, TimelineKind::Active, true)
+    }
+
     /// Marks a layout rebuilt from shipped columns ([`Self::from_parts`]) as a preview.
     pub fn with_preview(mut self, preview: bool) -> Self {
         self.preview = preview;
