@@ -39,6 +39,10 @@
 // (each chosen when the previous is ready), BENCH_REPS alternating runs, medians and ratios.
 // BENCH_VIEW=limits F1..FN: each file with the size check off and on: opens whole, dies, or
 // is refused and opened in part; time, peak tab memory, model memory (see the mode below).
+// BENCH_VIEW=idle (no FILE): what an idle page costs: each of BENCH_DISTS (comma-separated
+// built viewers, default MEMLENS_DIST) opened BENCH_REPS times, alternating, and left idle for
+// BENCH_IDLE_MS: CPU ms of its renderer threads from navigation on, and of their DedicatedWorker
+// threads (the workers' start and warm-up); medians, and the workers' warm-up log lines.
 // Each file is chosen BENCH_IDLE_MS (default 2000) after the page has loaded, as a user would.
 // Usage: node bench/browser.mjs FILE...      (env MEMLENS_DIST, CHROMIUM, BENCH_IDLE_MS, BENCH_REPS;
 //                                            BENCH_CONSOLE=1 prints the page's console on stderr,
@@ -59,7 +63,7 @@ const { serveDist, launchChromium } = await import(path.join(ROOT, 'tests/browse
 
 const DIST = path.resolve(process.env.MEMLENS_DIST || path.join(ROOT, 'dist'));
 const files = process.argv.slice(2);
-if (!files.length) { console.error('usage: node bench/browser.mjs FILE...'); process.exit(2); }
+if (!files.length && process.env.BENCH_VIEW !== 'idle') { console.error('usage: node bench/browser.mjs FILE...'); process.exit(2); }
 if (!fs.existsSync(path.join(DIST, 'index.html'))) { console.error(`${DIST}/index.html missing: run scripts/serve.sh --build`); process.exit(2); }
 
 const { server, base } = await serveDist(DIST, '/memlens/');
@@ -383,6 +387,37 @@ if (process.env.BENCH_VIEW === 'limits') {
   process.exit(0);
 }
 const REPS = Number(process.env.BENCH_REPS ?? 5);
+if (process.env.BENCH_VIEW === 'idle') {
+  const dists = (process.env.BENCH_DISTS || DIST).split(',').map((d) => path.resolve(d));
+  const got = [];
+  for (const d of dists) got.push({ name: path.basename(d), ...(await serveDist(d, '/memlens/')), all: [], workers: [] });
+  for (let r = 0; r < REPS; r++) {
+    for (const g of got) {
+      const page = await context.newPage();
+      const logs = [];
+      page.on('console', (m) => { if (/warm/.test(m.text())) logs.push(m.text()); });
+      const before = rendererThreads();
+      await page.goto(g.base);
+      await page.waitForSelector('#memlens[data-state=empty]');
+      await page.waitForTimeout(IDLE_MS);
+      let all = 0;
+      for (const [k, t] of rendererThreads()) all += t.cpu - (before.get(k)?.cpu ?? 0);
+      const { workers } = threadCpuSince(before);
+      g.all.push(all);
+      g.workers.push(workers);
+      console.error(`  ${g.name} round ${r + 1}: renderers ${all.toFixed(0)} ms, workers ${workers.toFixed(0)} ms; ${logs.join(' | ')}`);
+      await page.close();
+    }
+  }
+  for (const g of got) {
+    console.log(`${g.name}\trenderers ${g.all.map((x) => x.toFixed(0)).join(' / ')} median ${median(g.all).toFixed(0)} ms`
+      + `\tworkers ${g.workers.map((x) => x.toFixed(0)).join(' / ')} median ${median(g.workers).toFixed(0)} ms`);
+    g.server.close();
+  }
+  await context.close();
+  server.close();
+  process.exit(0);
+}
 /** A fresh page on `hash` (with `query`), idle for BENCH_IDLE_MS. */
 async function freshPage(hash, query = '') {
   const page = await context.newPage();
@@ -662,7 +697,7 @@ for (const f of files) {
   await page.goto(base);
   await page.waitForSelector('#memlens[data-state=empty]');
   // A user takes a moment between opening the page and dropping a file; the worker uses it to
-  // run its code once on a small generated snapshot (web/src/worker/warm_up.rs).
+  // run its code on a small generated snapshot, in rounds (web/src/worker/warming.rs).
   await page.waitForTimeout(IDLE_MS);
   await page.setInputFiles('[data-testid=file-input]', f);
   await page.waitForFunction(() => !!document.getElementById('memlens').dataset.firstPaintMs, null, { timeout: 600000 });
