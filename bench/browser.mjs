@@ -128,7 +128,7 @@ function rendererThreads() {
         const raw = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
         const name = raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')'));
         const st = raw.slice(raw.lastIndexOf(') ') + 2).split(' ');
-        m.set(`${pid}/${tid}`, { name, cpu: (Number(st[11]) + Number(st[12])) * TICK_MS });
+        m.set(`${pid}/${tid}`, { name, cpu: (Number(st[11]) + Number(st[12])) * TICK_MS, sys: Number(st[12]) * TICK_MS, minflt: Number(st[7]) });
       } catch (e) { /* gone */ }
     }
   }
@@ -140,13 +140,15 @@ function rendererThreads() {
  * waits for) and all worker threads (`workers`).
  */
 function threadCpuSince(before) {
-  const out = { main: 0, worker_max: 0, workers: 0 };
+  const out = { main: 0, worker_max: 0, workers: 0, workers_sys: 0, workers_faults: 0 };
   for (const [k, t] of rendererThreads()) {
     const used = t.cpu - (before.get(k)?.cpu ?? 0);
     if (process.env.BENCH_THREADS && used > 0) console.error(`    thread ${k} ${t.name}: ${used.toFixed(0)} ms`);
     if (/^(CrRendererMain|chrom)/.test(t.name)) out.main += used;
     if (/^DedicatedWorker/.test(t.name)) {
       out.workers += used;
+      out.workers_sys += t.sys - (before.get(k)?.sys ?? 0);
+      out.workers_faults += t.minflt - (before.get(k)?.minflt ?? 0);
       out.worker_max = Math.max(out.worker_max, used);
     }
   }
@@ -467,6 +469,9 @@ if (process.env.BENCH_VIEW === 'decode') {
   const cpu = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
   const busy = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
   const wcpu = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
+  // The worker threads' system CPU and minor page faults (browser builds only).
+  const wsys = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
+  const wfaults = Object.fromEntries(Object.keys(wall).map((k) => [k, []]));
   console.log(`decode of ${path.basename(f)} (${(fs.statSync(f).size / 1e6).toFixed(1)} MB), ${REPS} rounds`);
   for (let r = 0; r < REPS; r++) {
     const out = execSync(`${native} ${JSON.stringify(f)} 1${process.env.BENCH_NATIVE_STATS === '0' ? '' : ' --stats'}`, { encoding: 'utf8' });
@@ -484,7 +489,8 @@ if (process.env.BENCH_VIEW === 'decode') {
       const threadsBefore = rendererThreads();
       await page.setInputFiles('[data-testid=file-input]', f);
       await page.waitForFunction(() => /decoded in \d+ ms/.test(document.body.innerText), null, { timeout: 600000, polling: 10 });
-      const workerUsed = threadCpuSince(threadsBefore).workers;
+      const threads = threadCpuSince(threadsBefore);
+      const workerUsed = threads.workers;
       const used = cpuSince(before);
       const ms = Number(/decoded in (\d+) ms/.exec(await page.evaluate(() => document.body.innerText))[1]);
       const waited = Number(await page.getAttribute('[data-read-wait-ms]', 'data-read-wait-ms'));
@@ -492,6 +498,8 @@ if (process.env.BENCH_VIEW === 'decode') {
       cpu[s.name].push(used);
       busy[s.name].push(ms - waited);
       wcpu[s.name].push(workerUsed);
+      wsys[s.name].push(threads.workers_sys);
+      wfaults[s.name].push(threads.workers_faults);
       await page.close();
     }
   }
@@ -504,6 +512,7 @@ if (process.env.BENCH_VIEW === 'decode') {
     console.log(`${k}\twall ${wall[k].map((x) => x.toFixed(0)).join(' / ')} median ${w.toFixed(0)} ms (native/this ${(nat.wall / w).toFixed(2)})`
       + `\tcpu ${cpu[k].map((x) => x.toFixed(0)).join(' / ')} median ${c.toFixed(0)} ms (native/this ${(nat.cpu / c).toFixed(2)})`
       + `\tworker cpu ${wcpu[k].map((x) => x.toFixed(0)).join(' / ')} median ${wc.toFixed(0)} ms (native/this ${(nat.cpu / wc).toFixed(2)})`
+      + (wsys[k].length ? `\tworker system cpu median ${median(wsys[k]).toFixed(0)} ms, minor faults median ${median(wfaults[k]).toFixed(0)}` : '')
       + `\tbusy ${busy[k].map((x) => x.toFixed(0)).join(' / ')} median ${b.toFixed(0)} ms (native/this ${(nat.wall / b).toFixed(2)})`);
   }
   await context.close();
