@@ -124,7 +124,7 @@ impl<S> PressCell<S> {
 
 /// The canvas's native listeners, added once when it mounts and removed when it goes: a
 /// non-passive `wheel` calling `on_wheel`, and a `ResizeObserver`. Returns a count that moves on
-/// each resize (a dependency for the effects that draw).
+/// each change of the canvas's size (a dependency for the effects that draw).
 #[hook]
 pub fn use_canvas_listeners<F>(canvas: &NodeRef, on_wheel: F) -> u32
 where
@@ -163,10 +163,20 @@ fn listen_wheel_and_resize(
         },
     );
     cleanup.push(Box::new(move || drop(wheel)));
+    // An observer reports the size it first sees, too: that is the size the first draw had
+    // (read here, before the drawing effects run), so the count moves only on a change, and a
+    // canvas just drawn is not drawn again for nothing.
+    let size = |c: &HtmlCanvasElement| (c.client_width(), c.client_height());
+    let mut last = size(c);
     let mut n = 0u32;
+    let canvas = c.clone();
     let onresize = Closure::<dyn FnMut()>::new(move || {
-        n += 1;
-        resize_tick.set(n);
+        let now = size(&canvas);
+        if now != last {
+            last = now;
+            n += 1;
+            resize_tick.set(n);
+        }
     });
     if let Ok(obs) = web_sys::ResizeObserver::new(onresize.as_ref().unchecked_ref()) {
         obs.observe(c);
