@@ -5,6 +5,11 @@
 //! pointer's position over either is the cursor line in both. Above them, one small chart
 //! overlays both totals over the whole shared axis with each timeline peak marked, the window
 //! shaded and the cursor drawn; a click there centres the window.
+//!
+//! A side whose layout is in is drawn at once, while the other's is still being laid out (its
+//! place says so): the first layout's drawing then uses the core its worker has left, instead
+//! of adding to the page's work once the last layout is in. The totals chart and the cursor
+//! wait for both.
 
 use crate::page::app_state::SharedLayout;
 use crate::page::canvas::{prepare, MARGIN_LEFT, MARGIN_RIGHT};
@@ -37,8 +42,9 @@ pub struct Track {
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
-    pub a: Track,
-    pub b: Track,
+    /// A's and B's timelines (`None`: that side's layout has not arrived yet).
+    pub a: Option<Track>,
+    pub b: Option<Track>,
     /// Wall-clock axis (both traces have times), else fractions of each trace.
     pub time_axis: bool,
     /// The window in shared units (`None`: everything).
@@ -56,10 +62,21 @@ pub struct Props {
 /// Both sides' axis maps and the shared extent (the longer trace's, in time).
 type Maps = (AxisMap, AxisMap, (f64, f64));
 
-fn maps(a: &SharedLayout, b: &SharedLayout, time_axis: bool) -> Maps {
-    let (ma, mb) = (AxisMap::new(&a.0, time_axis), AxisMap::new(&b.0, time_axis));
-    let (ea, eb) = (ma.extent(), mb.extent());
-    (ma, mb, (ea.0.min(eb.0), ea.1.max(eb.1)))
+/// Each side's axis map (`None`: its layout has not arrived), and both with the shared extent
+/// once both have.
+struct Axes {
+    sides: [Option<AxisMap>; 2],
+    both: Option<Maps>,
+}
+
+fn axes(a: Option<&SharedLayout>, b: Option<&SharedLayout>, time_axis: bool) -> Axes {
+    let map = |l: Option<&SharedLayout>| l.map(|l| AxisMap::new(&l.0, time_axis));
+    let sides = [map(a), map(b)];
+    let both = sides[0].clone().zip(sides[1].clone()).map(|(ma, mb)| {
+        let (ea, eb) = (ma.extent(), mb.extent());
+        (ma, mb, (ea.0.min(eb.0), ea.1.max(eb.1)))
+    });
+    Axes { sides, both }
 }
 
 /// What the totals chart shows.
@@ -155,17 +172,41 @@ struct Side<'a> {
     p: &'a Props,
     /// 0: A, 1: B.
     i: usize,
-    maps: &'a Rc<Maps>,
+    axes: &'a Rc<Axes>,
     /// Whether each side has painted (the view's `data-painted-ms` once both have).
     painted: &'a Rc<std::cell::RefCell<[bool; 2]>>,
     root: &'a NodeRef,
 }
 
+/// The cursor callback of side `i`'s timeline, once both sides are laid out (the cursor stands
+/// for an event of each).
+fn cursor_callback(p: &Props, i: usize, m: Option<&Maps>) -> Option<Callback<f64>> {
+    let (m, a, b) = (m?.clone(), p.a.as_ref()?.side, p.b.as_ref()?.side);
+    let cb = p.on_cursor.clone();
+    Some(Callback::from(move |x: f64| {
+        let at = if i == 0 { m.0.shared(x) } else { m.1.shared(x) };
+        cb.emit(Cursor {
+            a,
+            b,
+            at,
+            a_event: m.0.event_at(m.0.x(at)),
+            b_event: m.1.event_at(m.1.x(at)),
+        })
+    }))
+}
+
 /// One side's timeline: its window and cursor in its own event space, and its callbacks back
-/// to the shared axis.
+/// to the shared axis; while its layout is not in, a line that says so.
 fn track(s: Side<'_>) -> Html {
-    let (p, i, m) = (s.p, s.i, s.maps);
-    let (t, map) = if i == 0 { (&p.a, &m.0) } else { (&p.b, &m.1) };
+    let (p, i) = (s.p, s.i);
+    let t = if i == 0 { &p.a } else { &p.b };
+    let (Some(t), Some(map)) = (t, &s.axes.sides[i]) else {
+        return html! {
+            <div class="compare-track" data-testid="compare-track-pending">
+                <p class="muted small">{ if i == 0 { "A: laying out…" } else { "B: laying out…" } }</p>
+            </div>
+        };
+    };
     let window = p.window.map(|(a, b)| (map.x(a), map.x(b)));
     let cursor = p.cursor.map(|c| map.x(c.at));
     let on_window = {
@@ -174,20 +215,7 @@ fn track(s: Side<'_>) -> Html {
             cb.emit(w.map(|(a, b)| (map.shared(a), map.shared(b))))
         })
     };
-    let on_cursor = {
-        let (m, cb, sides) = (m.clone(), p.on_cursor.clone(), (p.a.side, p.b.side));
-        let map = map.clone();
-        Callback::from(move |x: f64| {
-            let at = map.shared(x);
-            cb.emit(Cursor {
-                a: sides.0,
-                b: sides.1,
-                at,
-                a_event: m.0.event_at(m.0.x(at)),
-                b_event: m.1.event_at(m.1.x(at)),
-            })
-        })
-    };
+    let on_cursor = cursor_callback(p, i, s.axes.both.as_ref());
     let on_painted = {
         let (painted, root, opened) = (s.painted.clone(), s.root.clone(), p.opened_ms);
         let done = p.on_painted.clone();
@@ -214,7 +242,7 @@ fn track(s: Side<'_>) -> Html {
             <div class="compare-track-label" style={format!("color:{}", COLOURS[i])}>{ &t.label }</div>
             <TimelineView layout={t.layout.clone()} kind={memlens_core::layout::TimelineKind::Active}
                 {window} selected={None::<u32>} {matches} time_axis={p.time_axis}
-                {on_window} on_pin={Callback::noop()} {on_painted} {cursor} on_cursor={Some(on_cursor)} />
+                {on_window} on_pin={Callback::noop()} {on_painted} {cursor} {on_cursor} />
         </div>
     }
 }
@@ -224,29 +252,35 @@ pub fn compare_timelines(p: &Props) -> Html {
     let totals = use_node_ref();
     let root = use_node_ref();
     let painted = use_mut_ref(|| [false, false]);
-    let m = (*use_memo(
-        (p.a.layout.clone(), p.b.layout.clone(), p.time_axis),
-        |(a, b, t)| Rc::new(maps(a, b, *t)),
-    ))
+    let layout = |t: &Option<Track>| t.as_ref().map(|t| t.layout.clone());
+    let m = (*use_memo((layout(&p.a), layout(&p.b), p.time_axis), |(a, b, t)| {
+        Rc::new(axes(a.as_ref(), b.as_ref(), *t))
+    }))
     .clone();
     {
         let (totals, m) = (totals.clone(), m.clone());
-        let cursor = p.cursor.filter(|c| (c.a, c.b) == (p.a.side, p.b.side));
-        let what = Totals {
-            tracks: [p.a.clone(), p.b.clone()],
+        let what = p.a.clone().zip(p.b.clone()).map(|(a, b)| Totals {
+            cursor: p.cursor.filter(|c| (c.a, c.b) == (a.side, b.side)),
+            tracks: [a, b],
             window: p.window,
-            cursor,
-        };
+        });
         use_effect_with((what, p.time_axis), move |(what, _)| {
-            if let Some(c) = totals.cast::<HtmlCanvasElement>() {
-                draw_totals(&c, what, &m);
+            let Some(c) = totals.cast::<HtmlCanvasElement>() else {
+                return;
+            };
+            match (what, &m.both) {
+                (Some(what), Some(maps)) => draw_totals(&c, what, maps),
+                // a side not laid out yet: the chart waits for it
+                _ => {
+                    prepare(&c);
+                }
             }
         });
     }
     let side = |i: usize| Side {
         p,
         i,
-        maps: &m,
+        axes: &m,
         painted: &painted,
         root: &root,
     };
@@ -254,6 +288,9 @@ pub fn compare_timelines(p: &Props) -> Html {
     let on_totals_click = {
         let (m, cb, window) = (m.clone(), p.on_window.clone(), p.window);
         Callback::from(move |e: MouseEvent| {
+            let Some(m) = &m.both else {
+                return;
+            };
             let Some(c) = e
                 .target()
                 .and_then(|t| wasm_bindgen::JsCast::dyn_into::<HtmlCanvasElement>(t).ok())
@@ -267,8 +304,12 @@ pub fn compare_timelines(p: &Props) -> Html {
             cb.emit(Some(((at - half).max(s0), (at + half).min(s1))));
         })
     };
+    let time = m
+        .both
+        .as_ref()
+        .is_some_and(|m| m.0.is_time() && m.1.is_time());
     html! {
-        <div ref={root} class="compare-timelines" data-testid="compare-timelines" data-axis={if m.0.is_time() && m.1.is_time() { "time" } else { "fraction" }}
+        <div ref={root} class="compare-timelines" data-testid="compare-timelines" data-axis={if time { "time" } else { "fraction" }}
             data-window={p.window.map(|(a, b)| format!("{a},{b}"))} data-cursor={p.cursor.map(|c| c.at.to_string())}>
             <canvas ref={totals} class="compare-totals" data-testid="compare-totals" style={format!("height:{TOTALS_HEIGHT_PX}px")} onclick={on_totals_click} />
             { track_a }

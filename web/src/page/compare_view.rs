@@ -19,6 +19,7 @@ use memlens_core::analysis::compare::{
     combine_moments, combine_peaks, Change, ClassChange, DeviceComparison, StackChange,
 };
 use memlens_core::analysis::verdict::human;
+use memlens_core::layout::timeline::PREVIEW_MIN_EVENTS;
 use memlens_core::layout::TimelineKind;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -328,11 +329,36 @@ fn track(p: &Props, s: CompareSide, letter: &str) -> Option<Track> {
     })
 }
 
-fn timelines(p: &Props, a: CompareSide, b: CompareSide) -> Html {
-    let (Some(ta), Some(tb)) = (track(p, a, "A"), track(p, b, "B")) else {
-        return html! { <p class="muted">{ "Laying out…" }</p> };
+/// Whether side `s`'s trace is long (its layout comes as a preview, after the worker has
+/// worked on it for a while: ~140 ms for 300k entries on a 2-core machine).
+fn long_trace(p: &Props, s: CompareSide) -> bool {
+    let Some(FileStatus::Ready(i)) = p.state.file(s.file).map(|f| &f.status) else {
+        return false;
     };
-    let both_times = !ta.layout.0.time_us.is_empty() && !tb.layout.0.time_us.is_empty();
+    i.devices
+        .iter()
+        .find(|d| d.device == s.device)
+        .is_some_and(|d| d.trace_entries > u64::from(PREVIEW_MIN_EVENTS))
+}
+
+/// The two timelines. One whose layout is in is drawn while the other's is laid out when that
+/// takes a while (a long trace): the page then draws it on the core the first worker has left,
+/// instead of after the last layout. Not when the axis may be wall-clock time (whether both
+/// traces have times decides it), nor for a short trace, whose layout would arrive while the
+/// page is still drawing the first.
+fn timelines(p: &Props, a: CompareSide, b: CompareSide) -> Html {
+    let (ta, tb) = (track(p, a, "A"), track(p, b, "B"));
+    let early = !p.state.time_axis
+        && match (&ta, &tb) {
+            (Some(_), None) => long_trace(p, b),
+            (None, Some(_)) => long_trace(p, a),
+            _ => false,
+        };
+    if !early && (ta.is_none() || tb.is_none()) {
+        return html! { <p class="muted">{ "Laying out…" }</p> };
+    }
+    let has_times = |t: &Option<Track>| t.as_ref().is_some_and(|t| !t.layout.0.time_us.is_empty());
+    let both_times = has_times(&ta) && has_times(&tb);
     let time_axis = p.state.time_axis && both_times;
     let act = p.act.clone();
     let on_window = Callback::from(move |w: Option<(f64, f64)>| {
