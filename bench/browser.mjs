@@ -31,7 +31,8 @@
 // #view=compare → both timelines painted, the view's data-painted-ms) against the larger file
 // opened alone (→ its first paint), for one or several built viewers (BENCH_DISTS),
 // BENCH_REPS (default 5) alternating rounds; wall and renderer CPU time (also per thread: the
-// page's main thread, the busiest worker), medians and ratios.
+// page's main thread, the busiest worker, the other threads), medians and ratios; the painted
+// attribute awaited without polling, and how many workers had warmed up when the files were chosen.
 // BENCH_VIEW=decode FILE: the worker's wasm decode of FILE against the native decode, for one
 // or several built viewers (BENCH_DISTS), BENCH_REPS alternating rounds, medians and ratios.
 // BENCH_VIEW=files F1..FN: N files to a painted Files overview (all rows shown): all chosen at
@@ -573,21 +574,37 @@ if (process.env.BENCH_VIEW === 'compare') {
   const served = [];
   for (const d of dists) served.push({ name: path.basename(d), ...(await serveDist(d, '/memlens/')) });
   console.log(`compare ${files.map((f) => path.basename(f)).join(' vs ')}; alone: ${path.basename(larger)}; ${REPS} rounds`);
+  // Both modes are timed alike: the same idle page (its workers warm: each logs its warm-up,
+  // counted here), and the painted attribute awaited with a MutationObserver in the page rather
+  // than polled (polling every 5 ms would add work on the page's main thread while the
+  // workers decode, which weighs on the Compare view's two decodes but not on one file's).
   const painted = async (s, hash, input, sel, attr) => {
     const page = await context.newPage();
-    if (process.env.BENCH_CONSOLE) page.on('console', (m) => console.error(`  [${Date.now() % 100000}] ${m.text()}`));
+    let warm = 0;
+    page.on('console', (m) => {
+      if (/memlens worker: warmed up/.test(m.text())) warm++;
+      if (process.env.BENCH_CONSOLE) console.error(`  [${Date.now() % 100000}] ${m.text()}`);
+    });
     await page.goto(s.base + hash);
     await page.waitForSelector('#memlens[data-state=empty]');
     await page.waitForTimeout(IDLE_MS);
+    const warmAtChoice = warm;
+    await page.evaluate(([q, a]) => {
+      window.benchPainted = new Promise((resolve) => {
+        const done = () => !!document.querySelector(q)?.getAttribute(a);
+        const mo = new MutationObserver(() => { if (done()) { mo.disconnect(); resolve(); } });
+        mo.observe(document.documentElement, { attributes: true, childList: true, subtree: true });
+      });
+    }, [sel, attr]);
     const before = rendererCpu();
     const threads = rendererThreads();
     await page.setInputFiles('[data-testid=file-input]', input);
-    await page.waitForFunction(([q, a]) => !!document.querySelector(q)?.getAttribute(a), [sel, attr], { timeout: 600000, polling: 5 });
+    await page.evaluate(() => window.benchPainted);
     const used = cpuSince(before);
     const t = threadCpuSince(threads);
     const ms = await page.evaluate(([q, a]) => Number(document.querySelector(q).getAttribute(a)), [sel, attr]);
     await page.close();
-    return { ms, cpu: used, ...t };
+    return { ms, cpu: used, warm: warmAtChoice, ...t };
   };
   const got = {};
   for (let r = 0; r < REPS; r++) {
@@ -603,8 +620,9 @@ if (process.env.BENCH_VIEW === 'compare') {
   }
   const fmt = (v, f) => `${v.map((x) => x[f].toFixed(0)).join(' / ')} median ${median(v.map((x) => x[f])).toFixed(0)} ms`;
   for (const [k, v] of Object.entries(got)) {
-    console.log(`${k}\twall ${fmt(v, 'ms')}\tcpu ${fmt(v, 'cpu')}`);
-    console.log(`${k}\tcpu of threads: page main ${fmt(v, 'main')}; busiest worker ${fmt(v, 'worker_max')}; all workers ${fmt(v, 'workers')}`);
+    console.log(`${k}\twall ${fmt(v, 'ms')}\tcpu ${fmt(v, 'cpu')}\tworkers warm when chosen: ${v.map((x) => x.warm).join(' / ')}`);
+    for (const x of v) x.other = x.cpu - x.main - x.workers;
+    console.log(`${k}\tcpu of threads: page main ${fmt(v, 'main')}; busiest worker ${fmt(v, 'worker_max')}; all workers ${fmt(v, 'workers')}; the renderers' other threads ${fmt(v, 'other')}`);
   }
   for (const s of served) {
     const m = (mode, f) => median(got[`${s.name}\t${mode}`].map((x) => x[f]));
