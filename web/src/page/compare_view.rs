@@ -58,7 +58,8 @@ fn side_key(s: CompareSide) -> LayoutKey {
 /// after the timelines have painted once: until then the page needs only the layouts), each
 /// side at the cursor's moment (one request in flight per side; the latest wanted follows its
 /// answer), and the highlight's matches. Until both timelines have painted once, the workers
-/// also hold the work they do unasked after a load (`Bridge::hold_background`).
+/// also hold the work they do unasked after a load (`Bridge::hold_background`); with no file
+/// open there is none, and holding would only stop the idle workers' warm-up.
 #[hook]
 pub fn use_compare_requests(state: &AppState, bridge: Option<Rc<Bridge>>) {
     let shown = state.view() == View::Compare;
@@ -66,7 +67,7 @@ pub fn use_compare_requests(state: &AppState, bridge: Option<Rc<Bridge>>) {
     let peaks_asked = use_mut_ref(HashSet::<CompareSide>::new);
     {
         let bridge = bridge.clone();
-        let hold = shown && !state.compare.painted;
+        let hold = shown && !state.compare.painted && !state.files.is_empty();
         use_effect_with(hold, move |hold| {
             if let Some(br) = &bridge {
                 br.hold_background(*hold);
