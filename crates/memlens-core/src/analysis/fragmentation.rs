@@ -162,43 +162,63 @@ pub struct Oom {
     pub outside_allocator_bytes: Option<u64>,
 }
 
-fn pool_name(kind: SegmentKind, pool_id: Option<(i64, i64)>) -> String {
+/// Which pool a segment belongs to: its private pool, else its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PoolKey {
+    Private(i64, i64),
+    Kind(SegmentKind),
+}
+
+fn pool_key(kind: SegmentKind, pool_id: Option<(i64, i64)>) -> PoolKey {
     match pool_id {
-        Some(p) if p != (0, 0) => format!("private {},{}", p.0, p.1),
-        _ => match kind {
-            SegmentKind::Small => "small".into(),
-            SegmentKind::Large => "large".into(),
-            SegmentKind::Unknown => "unknown".into(),
-        },
+        Some(p) if p != (0, 0) => PoolKey::Private(p.0, p.1),
+        _ => PoolKey::Kind(kind),
     }
 }
 
-/// Free memory per pool of a state; `stream` restricts to one stream.
+fn pool_name(key: PoolKey) -> String {
+    match key {
+        PoolKey::Private(a, b) => format!("private {a},{b}"),
+        PoolKey::Kind(SegmentKind::Small) => "small".into(),
+        PoolKey::Kind(SegmentKind::Large) => "large".into(),
+        PoolKey::Kind(SegmentKind::Unknown) => "unknown".into(),
+    }
+}
+
+/// Free memory per pool of a state; `stream` restricts to one stream. Segments are grouped by
+/// [`PoolKey`] and named once per pool (not once per segment: this runs for every sampled state).
 fn pools(st: &State, stream: Option<u64>) -> Vec<PoolFree> {
-    let mut out: Vec<PoolFree> = Vec::new();
+    let mut by_key: Vec<(PoolKey, PoolFree)> = Vec::new();
     for seg in st
         .segments()
         .filter(|g| stream.is_none_or(|s| g.stream == s))
     {
-        let name = pool_name(seg.kind, seg.pool_id);
-        let i = match out.iter().position(|p| p.pool == name) {
+        let key = pool_key(seg.kind, seg.pool_id);
+        let i = match by_key.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {
-                out.push(PoolFree {
-                    pool: name,
-                    reserved_bytes: 0,
-                    free_bytes: 0,
-                    largest_free_block_bytes: 0,
-                });
-                out.len() - 1
+                by_key.push((
+                    key,
+                    PoolFree {
+                        pool: pool_name(key),
+                        reserved_bytes: 0,
+                        free_bytes: 0,
+                        largest_free_block_bytes: 0,
+                    },
+                ));
+                by_key.len() - 1
             }
         };
-        out[i].reserved_bytes += seg.size_bytes;
+        let Some((_, p)) = by_key.get_mut(i) else {
+            continue;
+        };
+        p.reserved_bytes += seg.size_bytes;
         for b in st.segment_blocks(&seg).filter(|b| !b.state.is_active()) {
-            out[i].free_bytes += b.size_bytes;
-            out[i].largest_free_block_bytes = out[i].largest_free_block_bytes.max(b.size_bytes);
+            p.free_bytes += b.size_bytes;
+            p.largest_free_block_bytes = p.largest_free_block_bytes.max(b.size_bytes);
         }
     }
+    let mut out: Vec<PoolFree> = by_key.into_iter().map(|(_, p)| p).collect();
     out.sort_by(|a, b| a.pool.cmp(&b.pool));
     out
 }

@@ -279,6 +279,16 @@ impl<V: Copy> AddrMap<V> {
             .flat_map(|r| r.keys.iter().copied().zip(r.vals.iter()))
     }
 
+    /// Entries in address order, copied into one vector allocated once at its size (collecting
+    /// [`AddrMap::iter`] would grow it by reallocation: its run-by-run iterator has no size).
+    pub fn to_vec(&self) -> Vec<(u64, V)> {
+        let mut v = Vec::with_capacity(self.len);
+        for run in &self.runs {
+            v.extend(run.keys.iter().copied().zip(run.vals.iter().copied()));
+        }
+        v
+    }
+
     /// Entries in address order, values mutable.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut V)> + '_ {
         self.runs
@@ -302,7 +312,9 @@ impl<V: Copy> AddrMap<V> {
     pub fn from_sorted(pairs: &[(u64, V)]) -> Self {
         let mut m = AddrMap::new();
         for part in pairs.chunks(CHUNK / 2 + CHUNK / 4) {
-            let (keys, vals): (Vec<u64>, Vec<V>) = part.iter().copied().unzip();
+            // Collected from the slice, so each run is allocated once at its size.
+            let keys: Vec<u64> = part.iter().map(|(k, _)| *k).collect();
+            let vals: Vec<V> = part.iter().map(|(_, v)| *v).collect();
             if let Some(&f) = keys.first() {
                 m.firsts.push(f);
                 m.len += keys.len();

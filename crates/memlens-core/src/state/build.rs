@@ -864,7 +864,12 @@ impl<R: Record> Builder<'_, R> {
             ),
             None => (false, false),
         };
-        st.release(addr, left, right);
+        // The blocks changed only if it grew; else the block is still where it was found.
+        if grown {
+            st.release(addr, left, right);
+        } else {
+            st.release_at(nb.pos, addr, left, right);
+        }
         let mut flags = 0;
         if left {
             flags |= Ops::LEFT;
@@ -898,14 +903,14 @@ impl<R: Record> Builder<'_, R> {
                 BlockState::ActiveAllocated
             },
         };
-        match st.block_containing(addr) {
-            Some((r0, cur)) if cur.state == BlockState::Inactive => {
+        match st.block_containing_pos(addr) {
+            Some((p, r0, cur)) if cur.state == BlockState::Inactive => {
                 let end = r0 + cur.size;
                 if addr + blk.size > end {
                     blk.size = end - addr;
                     self.issue(ev, IssueKind::FreeClipped);
                 }
-                if let Some((left, right)) = st.carve(addr, blk) {
+                if let Some((left, right)) = st.carve_at(p, addr, blk) {
                     let mut flags = 0;
                     if left {
                         flags |= Ops::LEFT;

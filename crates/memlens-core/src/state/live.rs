@@ -102,6 +102,8 @@ pub(crate) struct Watch {
 /// A block and the blocks on either side of it in address order ([`State::block_and_neighbours`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Neighbours {
+    /// Where the block sits, for [`State::release_at`] while the blocks are unchanged.
+    pub pos: Pos,
     pub before: Option<(u64, Blk)>,
     pub at: Blk,
     pub after: Option<(u64, Blk)>,
@@ -293,6 +295,14 @@ impl State {
         (addr - a < b.size).then_some((a, *b))
     }
 
+    /// [`State::block_containing`] with the block's position, for [`State::carve_at`] while
+    /// the blocks are unchanged.
+    pub(crate) fn block_containing_pos(&self, addr: u64) -> Option<(Pos, u64, Blk)> {
+        let p = self.blocks.pos_at_or_before(addr)?;
+        let (a, b) = self.blocks.at(p)?;
+        (addr - a < b.size).then_some((p, a, *b))
+    }
+
     /// The segment holding byte `addr`, with its address.
     pub(crate) fn seg_containing(&self, addr: u64) -> Option<(u64, Seg)> {
         let (a, s) = self.segs.at_or_before(addr)?;
@@ -372,7 +382,16 @@ impl State {
         // One search: the hole is changed in place (to its left part, or to `b` itself) and
         // the rest is inserted right after it.
         let p = self.blocks.pos_at_or_before(addr)?;
+        self.carve_at(p, addr, b)
+    }
+
+    /// [`State::carve`] into the block at `p` (found by the caller, no search): it must be the
+    /// block at or before `addr`.
+    pub(crate) fn carve_at(&mut self, p: Pos, addr: u64, b: Blk) -> Option<(bool, bool)> {
         let (r0, &hole) = self.blocks.at(p)?;
+        if r0 > addr {
+            return None;
+        }
         let end = r0 + hole.size;
         if addr - r0 >= hole.size
             || hole.state != BlockState::Inactive
@@ -427,6 +446,7 @@ impl State {
         let (_, &at) = self.blocks.at(p)?;
         let copy = |(_, a, b): (Pos, u64, &Blk)| (a, *b);
         Some(Neighbours {
+            pos: p,
             before: self.blocks.prev(p).map(copy),
             at,
             after: self.blocks.next(p).map(copy),
@@ -466,7 +486,16 @@ impl State {
     pub(crate) fn release(&mut self, addr: u64, left: bool, right: bool) -> Option<Blk> {
         // One search: the neighbours are the entries next to it.
         let p = self.blocks.pos_of(addr)?;
-        let (_, &b) = self.blocks.at(p)?;
+        self.release_at(p, addr, left, right)
+    }
+
+    /// [`State::release`] of the block at `p` (found by the caller, no search): it must be the
+    /// block at `addr`.
+    pub(crate) fn release_at(&mut self, p: Pos, addr: u64, left: bool, right: bool) -> Option<Blk> {
+        let (k, &b) = self.blocks.at(p)?;
+        if k != addr {
+            return None;
+        }
         self.unaccount(&b);
         self.touch(addr);
         let mut size = b.size;

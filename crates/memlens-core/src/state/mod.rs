@@ -661,8 +661,8 @@ impl Checkpoint {
     fn of(st: &State) -> Checkpoint {
         Checkpoint {
             pos: st.pos,
-            segs: st.segs.iter().map(|(a, s)| (a, *s)).collect(),
-            blocks: st.blocks.iter().map(|(a, b)| (a, *b)).collect(),
+            segs: st.segs.to_vec(),
+            blocks: st.blocks.to_vec(),
             orphans: st.orphans.iter().map(|(&a, b)| (a, *b)).collect(),
         }
     }

@@ -14,10 +14,13 @@ use crate::replay::Replay;
 pub struct SampledStates {
     device: u32,
     events: usize,
-    /// The states asked for before the last one, sorted by position.
-    earlier: Vec<State>,
-    /// The state after the last entry (always kept).
-    last: State,
+    /// The states asked for, as stored by the pass, sorted by position; the last one is the
+    /// state after the last entry (always kept).
+    kept: Vec<Checkpoint>,
+    /// The kept state read last, restored from `kept[shown]`: states are restored one at a time
+    /// into the same `State` as they are read, not all at once.
+    current: State,
+    shown: Option<usize>,
     ooms: Vec<(u32, u64, Option<u64>)>,
     diag: Diagnostics,
 }
@@ -62,31 +65,14 @@ impl SampledStates {
         });
         kept.reverse();
         passed.patch(&mut kept);
-        let mut states: Vec<State> = kept
-            .iter()
-            .map(|c| {
-                let mut st = State::empty(id);
-                st.derived = true;
-                c.restore(&mut st);
-                st.oom = st
-                    .event()
-                    .and_then(|e| {
-                        passed
-                            .ooms
-                            .binary_search_by_key(&(e as u32), |(x, _, _)| *x)
-                            .ok()
-                    })
-                    .and_then(|k| passed.ooms.get(k))
-                    .map(|&(_, req, dev)| (req, dev));
-                st
-            })
-            .collect();
-        let last = states.pop().unwrap_or_else(|| State::empty(id));
+        let mut current = State::empty(id);
+        current.derived = true;
         SampledStates {
             device,
             events,
-            earlier: states,
-            last,
+            kept,
+            current,
+            shown: None,
             ooms: passed.ooms,
             diag: passed.diag,
         }
@@ -112,13 +98,37 @@ impl SampledStates {
 
     /// The state after `event` (`None`: before the first entry; past the end: the last) if it
     /// was chosen, else the nearest one kept (the last state always is).
-    pub fn state_at(&self, event: Option<usize>) -> &State {
+    pub fn state_at(&mut self, event: Option<usize>) -> &State {
         let pos = position(event, self.events);
-        let k = self.earlier.partition_point(|st| st.pos < pos);
-        let above = self.earlier.get(k).unwrap_or(&self.last);
-        match k.checked_sub(1).and_then(|i| self.earlier.get(i)) {
-            Some(b) if pos - b.pos <= above.pos.saturating_sub(pos) => b,
-            _ => above,
+        let k = self.kept.partition_point(|c| c.pos < pos);
+        let nearest = match k
+            .checked_sub(1)
+            .and_then(|i| self.kept.get(i).map(|b| (i, b)))
+        {
+            Some((i, b)) => {
+                let above = self.kept.get(k).map_or(usize::MAX, |c| c.pos);
+                if pos - b.pos <= above.saturating_sub(pos) {
+                    i
+                } else {
+                    k
+                }
+            }
+            None => k,
+        };
+        let k = nearest.min(self.kept.len().saturating_sub(1));
+        if self.shown != Some(k) {
+            if let Some(c) = self.kept.get(k) {
+                c.restore(&mut self.current);
+                self.current.oom = self.current.event().and_then(|e| {
+                    let i = self
+                        .ooms
+                        .binary_search_by_key(&(e as u32), |(x, _, _)| *x)
+                        .ok()?;
+                    self.ooms.get(i).map(|&(_, req, dev)| (req, dev))
+                });
+                self.shown = Some(k);
+            }
         }
+        &self.current
     }
 }
