@@ -15,6 +15,18 @@ const require = createRequire(import.meta.url);
 
 export const FIREFOX = process.env.FIREFOX || '/usr/bin/firefox-esr';
 
+/** How long one BiDi command may go unanswered (a navigation waits for the page's load). */
+const ANSWER_MS = 90000;
+
+/** Firefox left a command unanswered (seen on 2026-12-03 in offline.test.mjs's Firefox test:
+ * the browser idle for minutes, the answer never sent, and the run waiting for ever). */
+export class NoAnswer extends Error {
+  constructor(method) {
+    super(`firefox: no answer to ${method} within ${ANSWER_MS / 1000} s`);
+    this.name = 'NoAnswer';
+  }
+}
+
 export class Firefox {
   static async launch() {
     const WS = globalThis.WebSocket || require('playwright-core/lib/utilsBundle').ws;
@@ -73,10 +85,17 @@ export class Firefox {
     };
   }
 
+  /** One BiDi command; a command firefox does not answer within ANSWER_MS fails with a
+   * `NoAnswer` naming it, instead of waiting for ever. */
   send(method, params) {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
-      this.pending.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new NoAnswer(method));
+      }, ANSWER_MS);
+      const done = (f) => (v) => { clearTimeout(timer); f(v); };
+      this.pending.set(id, { resolve: done(resolve), reject: done(reject) });
       this.ws.send(JSON.stringify({ id, method, params }));
     });
   }
